@@ -1,0 +1,41 @@
+# The README's two commands: `make demo` and `make test`. Each sets up everything it
+# needs from a fresh clone (a virtualenv in .venv, Java when missing, the package with
+# its prebuilt labextension).
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src/*) \
+	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py)
+
+.PHONY: setup demo test lint typecheck pytest clean
+
+setup: $(STAMP)
+
+$(STAMP): $(SOURCES)
+	bash scripts/ensure-java.sh
+	command -v node >/dev/null || { echo "Node.js 18+ is needed to build the JupyterLab extension"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# A regular (not editable) install: the same wheel, with the built labextension,
+	# that users get.
+	$(BIN)/python -m pip install --quiet ".[test]"
+	touch $@
+
+demo: setup
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 demo/sessions.ipynb
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/python -m pytest
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) node_modules lib jupyter_spark_sessions/labextension tsconfig.tsbuildinfo

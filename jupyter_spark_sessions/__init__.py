@@ -1,0 +1,81 @@
+"""jupyter_spark_sessions: isolated Spark sessions for notebooks.
+
+Load in IPython with ``%load_ext jupyter_spark_sessions``; from plain Python use
+``default_registry()`` (or your own ``SessionRegistry``).
+"""
+
+from __future__ import annotations
+
+import atexit
+from typing import Any
+
+from .config import SparkSessionsConfig
+from .errors import (
+    ConfError,
+    ContextStoppedError,
+    JavaNotFoundError,
+    MasterMismatchError,
+    NotASparkSessionError,
+    SessionNameError,
+    SparkSessionsError,
+    UnknownSessionError,
+)
+from .job_tags import group_id, group_tag, parse_tag, session_tag
+from .registry import ManagedSession, Release, SessionInfo, SessionRegistry, default_registry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfError",
+    "ContextStoppedError",
+    "JavaNotFoundError",
+    "ManagedSession",
+    "MasterMismatchError",
+    "NotASparkSessionError",
+    "Release",
+    "SessionInfo",
+    "SessionNameError",
+    "SessionRegistry",
+    "SparkSessionsConfig",
+    "SparkSessionsError",
+    "UnknownSessionError",
+    "__version__",
+    "default_registry",
+    "group_id",
+    "group_tag",
+    "load_ipython_extension",
+    "parse_tag",
+    "session_tag",
+    "unload_ipython_extension",
+]
+
+_loaded: dict[int, Any] = {}
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "jupyter-spark-sessions"}]
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext jupyter_spark_sessions``: register the magics and cell job tagging.
+    PySpark is imported only when a session is first created."""
+    if id(ip) in _loaded:
+        return
+    from .cell_tagging import CellJobTagging
+    from .magics import SparkSessionMagics
+
+    registry = default_registry(SparkSessionsConfig(parent=ip))
+    ip.register_magics(SparkSessionMagics(ip, registry))
+    tagging = CellJobTagging(ip, registry)
+    tagging.register()
+    # Release sessions and stop a context this project started when the kernel exits.
+    # Registered after IPython's own atexit hook, so it runs before it (LIFO).
+    atexit.register(registry.shutdown)
+    _loaded[id(ip)] = tagging
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext``: stop tagging cells. Sessions stay registered and usable."""
+    tagging = _loaded.pop(id(ip), None)
+    if tagging is not None:
+        tagging.unregister()

@@ -1,0 +1,186 @@
+"""Classic PySpark (one SparkContext in the kernel's JVM): the only module that touches
+private PySpark and JVM APIs.
+
+Each private call has one wrapper here, and ``tests/test_private_apis.py`` calls every
+wrapper against the installed PySpark so an upgrade that breaks one fails loudly.
+See FINDINGS.md for why the public alternatives do not do the job.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+#: Must be set on a session before its first query or artifact call to take effect.
+ISOLATION_CONF = "spark.sql.artifact.isolation.enabled"
+
+
+def active_context() -> SparkContext | None:
+    """The SparkContext running in this process, or None."""
+    from pyspark import SparkContext
+
+    sc: SparkContext | None = SparkContext._active_spark_context  # private
+    return sc
+
+
+def context_is_stopped(sc: SparkContext) -> bool:
+    """True when ``sc`` was stopped (from Python, or in the JVM after a fatal error)."""
+    jsc = sc._jsc  # private; PySpark sets it to None on stop()
+    if jsc is None:
+        return True
+    return bool(jsc.sc().isStopped())
+
+
+def require_running(sc: SparkContext, name: str) -> None:
+    """Raise ContextStoppedError, saying how to recover, when ``sc`` is stopped."""
+    if context_is_stopped(sc):
+        raise ContextStoppedError(
+            f"Session '{name}' is unusable: its SparkContext was stopped outside "
+            f"jupyter_spark_sessions (spark.stop()?). Run `%spark_session stop {name}` to "
+            "drop it, then `%spark_session create NAME` to start a new context."
+        )
+
+
+def start_context(master: str, app_name: str, conf: Mapping[str, str]) -> SparkSession:
+    """Start the kernel's SparkContext and return its root session."""
+    from pyspark.sql import SparkSession
+
+    # Executors' Python workers must run the kernel's interpreter, which has pyarrow
+    # and the user's packages; an explicit setting by the user wins.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def root_session(sc: SparkContext) -> SparkSession:
+    """The default session of a running context, to derive new sessions from.
+
+    Uses PySpark's own instantiated session when it belongs to ``sc``, so that no
+    setting of the user's session is touched.
+    """
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession._instantiatedSession  # private
+    if existing is not None and existing._sc is sc:
+        return existing
+    return SparkSession(sc)
+
+
+def is_classic_session(obj: object) -> bool:
+    """True for a classic (not Spark Connect) SparkSession."""
+    try:
+        from pyspark.sql.session import SparkSession as ClassicSession
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        return False
+    return isinstance(obj, ClassicSession) and hasattr(obj, "_jsparkSession")
+
+
+def new_isolated_session(root: SparkSession, conf: Mapping[str, str]) -> SparkSession:
+    """A new session on ``root``'s context with its own SQL conf, temp views, UDFs and
+    session-scoped artifacts; ``conf`` entries are applied after isolation is on."""
+    session = root.newSession()
+    session.conf.set(ISOLATION_CONF, "true")
+    if not is_isolated(session):
+        raise RuntimeError("Spark did not switch on artifact isolation for a new session")
+    apply_session_conf(session, conf)
+    return session
+
+
+def try_isolate(session: SparkSession) -> bool:
+    """Switch on artifact isolation for an adopted session if it is still possible
+    (the session ran no query yet); leave its setting as it was when not."""
+    if is_isolated(session):
+        return True
+    previous = session.conf.get(ISOLATION_CONF, None)
+    session.conf.set(ISOLATION_CONF, "true")
+    if is_isolated(session):
+        return True
+    if previous is None:
+        session.conf.unset(ISOLATION_CONF)
+    else:
+        session.conf.set(ISOLATION_CONF, previous)
+    return False
+
+
+def apply_session_conf(session: SparkSession, conf: Mapping[str, str]) -> None:
+    """Set SQL settings on one session; a setting Spark refuses is a ConfError."""
+    from pyspark.errors import AnalysisException
+
+    for key, value in conf.items():
+        try:
+            session.conf.set(key, value)
+        except AnalysisException as exc:
+            reason = str(exc).splitlines()[0]
+            raise ConfError(
+                f"Spark refused --conf {key}={value}: {reason} Context-wide settings go in "
+                "SparkSessionsConfig.context_conf, before the first `create`."
+            ) from None
+
+
+def is_isolated(session: SparkSession) -> bool:
+    """True when the session's artifacts are session-scoped (SPARK-44290)."""
+    state = session._jsparkSession.sessionState().artifactManager().state()  # private
+    return state is not None
+
+
+def session_uuid(session: SparkSession) -> str:
+    """Spark's UUID of the session (names its artifact folders)."""
+    return str(session._jsparkSession.sessionUUID())  # private
+
+
+def session_job_tag(session: SparkSession) -> str:
+    """The tag Spark puts on every SQL job of the session (``spark-session-<uuid>``)."""
+    return str(session._jsparkSession.sessionJobTag())  # private
+
+
+def active_job_ids(sc: SparkContext, tags: Iterable[str]) -> set[int]:
+    """Ids of the running jobs that carry any of ``tags``."""
+    tracker = sc._jsc.sc().statusTracker()  # private: PySpark wraps no getJobIdsForTag
+    tagged: set[int] = set()
+    for tag in tags:
+        tagged.update(int(job_id) for job_id in tracker.getJobIdsForTag(tag))
+    if not tagged:
+        return tagged
+    return tagged & set(sc.statusTracker().getActiveJobsIds())
+
+
+def close_artifacts(session: SparkSession) -> None:
+    """Remove the session's files from the file server and its artifact folder."""
+    session._jsparkSession.artifactManager().close()  # private
+
+
+def drop_temp_views(session: SparkSession) -> None:
+    """Drop the session's temporary views (which also uncaches them). Never
+    ``catalog.clearCache()``: that clears every session's cache."""
+    for table in session.catalog.listTables():
+        if table.isTemporary and table.tableType == "TEMPORARY":
+            session.catalog.dropTempView(table.name)
+
+
+def stop_streaming_queries(session: SparkSession) -> None:
+    """Stop the session's own streaming queries."""
+    for query in session.streams.active:
+        query.stop()
+
+
+def require_session(obj: Any, what: str) -> SparkSession:
+    """Return ``obj`` as a classic SparkSession, or raise NotASparkSessionError."""
+    if is_classic_session(obj):
+        session: SparkSession = obj
+        return session
+    kind = type(obj).__module__ + "." + type(obj).__qualname__
+    if "connect" in kind:
+        raise NotASparkSessionError(
+            f"{what} is a Spark Connect session, which this version does not manage yet."
+        )
+    raise NotASparkSessionError(f"{what} is a {kind}, not a SparkSession.")

@@ -1,0 +1,74 @@
+"""Settings of jupyter_spark_sessions, configurable from ``ipython_config.py``.
+
+Example::
+
+    c.SparkSessionsConfig.default_master = "local[2]"
+    c.SparkSessionsConfig.session_defaults = {"spark.sql.shuffle.partitions": "8"}
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from traitlets import Dict, Float, Unicode
+from traitlets.config import Configurable
+
+
+def _default_session_root() -> str:
+    # One folder per kernel process, so two kernels on one machine never share files.
+    return os.path.join(tempfile.gettempdir(), "jupyter_spark_sessions", str(os.getpid()))
+
+
+class SparkSessionsConfig(Configurable):
+    """Defaults and limits for the sessions this project creates."""
+
+    default_master = Unicode(
+        "local[*]",
+        help="Master URL of the SparkContext started by the first `create` when none runs "
+        "(for example local[*], local-cluster[2,1,1024], spark://host:7077, yarn).",
+    ).tag(config=True)
+
+    app_name = Unicode(
+        "jupyter_spark_sessions",
+        help="Application name of the SparkContext this project starts.",
+    ).tag(config=True)
+
+    session_root = Unicode(
+        help="Folder under which each session gets its own directory (its files and "
+        "unpacked archives). Default: a per-kernel folder in the system temp directory.",
+    ).tag(config=True)
+
+    session_defaults = Dict(
+        key_trait=Unicode(),
+        value_trait=Unicode(),
+        default_value={},
+        help="Spark SQL settings applied to every session `create` makes, before its own "
+        "--conf values (which win).",
+    ).tag(config=True)
+
+    context_conf = Dict(
+        key_trait=Unicode(),
+        value_trait=Unicode(),
+        default_value={},
+        help="Spark settings for the SparkContext this project starts (context-wide "
+        "settings such as spark.executor.memory, which cannot be set per session). "
+        "Ignored when a SparkContext already runs.",
+    ).tag(config=True)
+
+    release_timeout = Float(
+        600.0,
+        help="Seconds `stop` waits in the background for a session's cancelled jobs to "
+        "end before releasing the session anyway.",
+    ).tag(config=True)
+
+    shutdown_timeout = Float(
+        2.0,
+        help="Seconds kernel shutdown waits for cancelled jobs to end before releasing "
+        "sessions and stopping the SparkContext (the kernel manager kills a kernel that "
+        "takes longer than about 5 s).",
+    ).tag(config=True)
+
+    def resolved_session_root(self) -> str:
+        """The session root folder, with the per-kernel default filled in."""
+        return self.session_root or _default_session_root()

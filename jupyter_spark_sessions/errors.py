@@ -1,0 +1,49 @@
+"""The exceptions of jupyter_spark_sessions.
+
+Every class here is a user mistake or an environment problem whose message is one
+complete line: the magics turn them into IPython ``UsageError`` (no traceback). Anything
+else that escapes is a bug and keeps its traceback.
+
+    SparkSessionsError
+    +-- UnknownSessionError      no session of that name (or it was stopped)
+    +-- SessionNameError         a name that is badly formed or already used
+    +-- ConfError                a --conf that is not KEY=VALUE or that Spark refuses
+    +-- NotASparkSessionError    adopting something that is not a SparkSession
+    +-- ContextStoppedError      the SparkContext was stopped behind the project's back
+    +-- MasterMismatchError      --master differs from the running SparkContext's
+    +-- JavaNotFoundError        no usable Java to start Spark
+"""
+
+from __future__ import annotations
+
+
+class SparkSessionsError(Exception):
+    """A mistake or problem explained in one line; the registry is left unchanged."""
+
+
+class UnknownSessionError(SparkSessionsError):
+    """No session is registered under the given name."""
+
+
+class SessionNameError(SparkSessionsError):
+    """A session name that is malformed or already in use."""
+
+
+class ConfError(SparkSessionsError):
+    """A configuration entry that is malformed or that Spark refused."""
+
+
+class NotASparkSessionError(SparkSessionsError):
+    """The object to adopt is not a SparkSession this project can manage."""
+
+
+class ContextStoppedError(SparkSessionsError):
+    """The shared SparkContext was stopped outside this project."""
+
+
+class MasterMismatchError(SparkSessionsError):
+    """A master URL was asked for but a SparkContext already runs on another one."""
+
+
+class JavaNotFoundError(SparkSessionsError):
+    """No Java runtime that this PySpark supports was found."""

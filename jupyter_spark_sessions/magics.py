@@ -1,0 +1,273 @@
+"""The ``%spark_session`` and ``%%spark_session`` magics: parse, delegate to the
+registry, print. No logic of their own."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import MagicArgumentParser
+from IPython.utils.process import arg_split  # type: ignore[attr-defined]
+
+from .errors import ConfError, SparkSessionsError
+from .registry import SessionInfo, SessionRegistry
+
+_UNSET = object()
+
+
+def parse_conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{"k": "v"}``; ConfError for an entry that is not KEY=VALUE."""
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfError(f"Bad --conf {pair!r}: expected KEY=VALUE.")
+        conf[key.strip()] = value
+    return conf
+
+
+def _build_parser() -> MagicArgumentParser:
+    parser = MagicArgumentParser(  # type: ignore[no-untyped-call]
+        prog="%spark_session",
+        description="Isolated Spark sessions on the kernel's shared SparkContext.",
+        add_help=False,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="SUBCOMMAND")
+    commands.required = True
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        sub: argparse.ArgumentParser = commands.add_parser(
+            name, help=help, description=help, add_help=False, prog=f"%spark_session {name}"
+        )
+        return sub
+
+    create = add(
+        "create",
+        "Create an isolated session NAME (its own SQL conf, temp views, UDFs and files), "
+        "starting the shared SparkContext when none runs.",
+    )
+    create.add_argument("name", metavar="NAME")
+    create.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="A Spark SQL setting for this session only; repeat for more.",
+    )
+    create.add_argument(
+        "--master",
+        metavar="URL",
+        help="Master of the SparkContext to start (default: the configured "
+        "SparkSessionsConfig.default_master); only when no context runs yet.",
+    )
+
+    adopt = add(
+        "adopt",
+        "Register an existing SparkSession as NAME: the user-namespace VARIABLE, else the "
+        "active session. An adopted session is never stopped by this project.",
+    )
+    adopt.add_argument("name", metavar="NAME")
+    adopt.add_argument("variable", metavar="VARIABLE", nargs="?")
+
+    use = add("use", "Bind `spark` to session NAME; later cells' jobs belong to NAME.")
+    use.add_argument("name", metavar="NAME")
+
+    add("list", "Show every session: origin, backend, master, id, running jobs, directory.")
+
+    info = add("info", "Show one session in detail.")
+    info.add_argument("name", metavar="NAME")
+
+    stop = add(
+        "stop",
+        "Stop session NAME: cancel its running jobs and release it once they end (created "
+        "sessions); only unregister it (adopted ones). Never stops the SparkContext.",
+    )
+    stop.add_argument("name", metavar="NAME")
+    return parser
+
+
+_PARSER = _build_parser()
+
+
+def _help_text() -> str:
+    usage = [
+        "%spark_session SUBCOMMAND ...     manage isolated Spark sessions",
+        "%%spark_session NAME              run the cell with `spark` bound to session NAME",
+        "",
+        "Subcommands:",
+        "",
+    ]
+    action = next(a for a in _PARSER._actions if isinstance(a, argparse._SubParsersAction))
+    details = [sub.format_help().strip() for sub in action.choices.values()]
+    return "\n".join(usage) + "\n\n".join(details)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table with left-aligned columns."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _info_row(info: SessionInfo) -> list[object]:
+    return [
+        info.name,
+        info.origin,
+        info.backend,
+        info.master,
+        info.session_id,
+        info.running_jobs,
+        info.directory,
+    ]
+
+
+_LIST_HEADERS = ("name", "origin", "backend", "master", "session id", "running jobs", "directory")
+
+
+@magics_class
+class SparkSessionMagics(Magics):
+    """Registers ``%spark_session`` / ``%%spark_session`` on a shell."""
+
+    def __init__(self, shell: InteractiveShell, registry: SessionRegistry) -> None:
+        super().__init__(shell)
+        self.ip = shell  # self.shell is typed Optional by IPython
+        self.registry = registry
+
+    @line_cell_magic
+    def spark_session(self, line: str, cell: str | None = None) -> Any:
+        """Manage isolated Spark sessions (see the subcommands below)."""
+        try:
+            if cell is not None:
+                return self._run_cell_in(line, cell)
+            args = _PARSER.parse_args(arg_split(line))
+            handler: Callable[[argparse.Namespace], Any] = getattr(self, f"_cmd_{args.command}")
+            return handler(args)
+        except SparkSessionsError as exc:
+            raise UsageError(str(exc)) from None
+
+    # -- subcommands ---------------------------------------------------------------------
+
+    def _cmd_create(self, args: argparse.Namespace) -> None:
+        conf = parse_conf_pairs(args.conf)
+        managed = self.registry.create(args.name, conf=conf, master=args.master)
+        print(
+            f"Created session '{managed.name}' on {managed.sc.master} "
+            f"(bind it with `%spark_session use {managed.name}`)."
+        )
+
+    def _cmd_adopt(self, args: argparse.Namespace) -> None:
+        if args.variable is not None:
+            if args.variable not in self.ip.user_ns:
+                raise UsageError(f"No variable named '{args.variable}' in the notebook.")
+            target = self.ip.user_ns[args.variable]
+            what = f"'{args.variable}'"
+        else:
+            from pyspark.sql import SparkSession
+
+            target = SparkSession.getActiveSession()
+            if target is None:
+                raise UsageError(
+                    "There is no active SparkSession to adopt: name a variable "
+                    "(`%spark_session adopt NAME VARIABLE`)."
+                )
+            what = "The active session"
+        managed = self.registry.adopt(args.name, target, what=what)
+        note = "" if managed.isolated else " (not isolated: it ran queries before adoption)"
+        print(f"Adopted session '{managed.name}'{note}; it will never be stopped by this project.")
+
+    def _cmd_use(self, args: argparse.Namespace) -> None:
+        self.ip.user_ns["spark"] = self.registry.session(args.name)
+        print(f"`spark` is now session '{args.name}'.")
+
+    def _cmd_list(self, args: argparse.Namespace) -> None:
+        infos = self.registry.list()
+        if not infos:
+            print("No sessions yet: `%spark_session create NAME`.")
+        else:
+            print(format_table(_LIST_HEADERS, [_info_row(i) for i in infos]))
+
+    def _cmd_info(self, args: argparse.Namespace) -> None:
+        info = self.registry.info(args.name)
+        fields = [
+            ("name", info.name),
+            ("origin", info.origin),
+            ("backend", info.backend),
+            ("master", info.master),
+            ("session id", info.session_id),
+            ("isolated", "yes" if info.isolated else "no"),
+            ("running jobs", info.running_jobs),
+            ("directory", info.directory),
+        ]
+        if not info.context_running:
+            fields.append(("state", "SparkContext stopped outside jupyter_spark_sessions"))
+        print("\n".join(f"{k:<13} {v}" for k, v in fields))
+
+    def _cmd_stop(self, args: argparse.Namespace) -> None:
+        managed = self.registry.get(args.name)
+        bound = self.ip.user_ns.get("spark") is managed.session
+        self.registry.stop(args.name)
+        if managed.origin == "adopted":
+            print(f"Unregistered adopted session '{args.name}' (the session itself still runs).")
+        else:
+            print(
+                f"Stopped session '{args.name}': its jobs were cancelled; it is released "
+                "in the background once they end."
+            )
+        if bound and managed.origin == "created":
+            del self.ip.user_ns["spark"]
+            print("`spark` was that session and is now unbound.")
+
+    # -- cell magic ----------------------------------------------------------------------
+
+    def _run_cell_in(self, line: str, cell: str) -> Any:
+        names = arg_split(line)
+        if len(names) != 1:
+            raise UsageError("Usage: %%spark_session NAME (then the cell's code).")
+        name = names[0]
+        session = self.registry.session(name)
+        with (
+            self._spark_bound_to(session),
+            self.registry.tagger.tagged(session.sparkContext, name, self.ip.execution_count),
+        ):
+            return self._execute(cell)
+
+    @contextmanager
+    def _spark_bound_to(self, session: Any) -> Iterator[None]:
+        user_ns = self.ip.user_ns
+        previous = user_ns.get("spark", _UNSET)
+        user_ns["spark"] = session
+        try:
+            yield
+        finally:
+            if previous is _UNSET:
+                user_ns.pop("spark", None)
+            else:
+                user_ns["spark"] = previous
+
+    def _execute(self, cell: str) -> Any:
+        """Run the cell's code in the user namespace; return the last expression's value
+        (which IPython displays as the cell's result), as a normal cell would."""
+        source = self.ip.transform_cell(cell)  # type: ignore[no-untyped-call]
+        tree = ast.parse(source)
+        last_expr = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last_expr = ast.Expression(tree.body.pop().value)
+        filename = self.ip.compile.cache(cell)  # so tracebacks show the cell's lines
+        namespace = self.ip.user_ns
+        exec(compile(tree, filename, "exec"), namespace)
+        if last_expr is not None:
+            return eval(compile(last_expr, filename, "eval"), namespace)
+        return None
+
+
+SparkSessionMagics.spark_session.__doc__ = _help_text()

@@ -1,0 +1,400 @@
+"""The registry of named sessions: the one source of truth for session state.
+
+It knows which sessions this project created (and so may release) and which it adopted
+(and must never stop), and whether this project started the shared SparkContext (the
+only case in which it ever stops it: at kernel shutdown, after releasing its sessions).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from . import job_tags
+from .backends import classic
+from .config import SparkSessionsConfig
+from .errors import (
+    MasterMismatchError,
+    NotASparkSessionError,
+    SessionNameError,
+    UnknownSessionError,
+)
+from .java_runtime import require_java
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+Origin = Literal["created", "adopted"]
+
+# Letters, digits, '_', '.', '-'; never ':' or ',' (they would break job tags).
+_NAME_PATTERN = re.compile(r"[^\W\d][\w.-]{0,63}")
+
+
+def check_session_name(name: str) -> None:
+    """Raise SessionNameError unless ``name`` can name a session."""
+    if not _NAME_PATTERN.fullmatch(name):
+        raise SessionNameError(
+            f"Invalid session name {name!r}: use up to 64 letters, digits, '_', '.' or '-', "
+            "starting with a letter or '_'."
+        )
+
+
+@dataclass
+class ManagedSession:
+    """A SparkSession registered under a name."""
+
+    name: str
+    session: SparkSession
+    origin: Origin
+    session_id: str
+    spark_job_tag: str
+    directory: Path
+    isolated: bool
+    backend: Literal["classic"] = "classic"
+    registered_at: float = field(default_factory=time.time)
+
+    @property
+    def sc(self) -> SparkContext:
+        """The SparkContext the session runs on."""
+        sc: SparkContext = self.session.sparkContext
+        return sc
+
+    @property
+    def cancel_tags(self) -> tuple[str, str]:
+        """Tags that together cover every job of this session: Spark's own session tag
+        (SQL jobs from any thread) and this project's (every job run from its cells)."""
+        return self.spark_job_tag, job_tags.session_tag(self.name)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What `list` and `info` show about one session."""
+
+    name: str
+    origin: Origin
+    backend: str
+    master: str
+    session_id: str
+    directory: str
+    running_jobs: int
+    isolated: bool
+    context_running: bool
+
+
+class Release:
+    """The background release of a stopped session; ``wait`` for it in tests or scripts."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+
+    @property
+    def done(self) -> bool:
+        """True once the session's jobs ended and its resources were released."""
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until released; False when ``timeout`` passed first."""
+        return self._done.wait(timeout)
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        self.error = error
+        self._done.set()
+
+
+class SessionRegistry:
+    """Named, isolated Spark sessions on the kernel's shared SparkContext."""
+
+    def __init__(self, config: SparkSessionsConfig | None = None) -> None:
+        self.config = config or SparkSessionsConfig()
+        self.tagger = job_tags.ThreadJobTagger()
+        self._lock = threading.RLock()
+        self._context_lock = threading.Lock()
+        self._sessions: dict[str, ManagedSession] = {}
+        self._reserved: set[str] = set()
+        self._stopped: set[str] = set()
+        self._releases: dict[str, Release] = {}
+        self._owned_context: SparkContext | None = None
+
+    # -- queries -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def names(self) -> list[str]:
+        """Registered names, in registration order."""
+        with self._lock:
+            return list(self._sessions)
+
+    def get(self, name: str) -> ManagedSession:
+        """The registered session ``name``; UnknownSessionError when there is none."""
+        with self._lock:
+            managed = self._sessions.get(name)
+            if managed is not None:
+                return managed
+            known = ", ".join(self._sessions) or "none"
+            if name in self._stopped:
+                raise UnknownSessionError(
+                    f"Session '{name}' was stopped; `create` or `adopt` it again "
+                    f"(registered: {known})."
+                )
+        raise UnknownSessionError(f"No session named '{name}' (registered: {known}).")
+
+    def session(self, name: str) -> SparkSession:
+        """The SparkSession registered as ``name``, checked to be usable."""
+        managed = self.get(name)
+        classic.require_running(managed.sc, name)
+        return managed.session
+
+    def find(self, session: object) -> ManagedSession | None:
+        """The registration of this very SparkSession object, if any."""
+        if session is None:
+            return None
+        for managed in list(self._sessions.values()):
+            if managed.session is session:
+                return managed
+        return None
+
+    def info(self, name: str) -> SessionInfo:
+        """What is known about session ``name`` now."""
+        managed = self.get(name)
+        running = not classic.context_is_stopped(managed.sc)
+        jobs = len(classic.active_job_ids(managed.sc, managed.cancel_tags)) if running else 0
+        return SessionInfo(
+            name=managed.name,
+            origin=managed.origin,
+            backend=managed.backend,
+            master=str(managed.sc.master) if running else "(stopped)",
+            session_id=managed.session_id,
+            directory=str(managed.directory),
+            running_jobs=jobs,
+            isolated=managed.isolated,
+            context_running=running,
+        )
+
+    def list(self) -> list[SessionInfo]:
+        """``info`` of every registered session."""
+        return [self.info(name) for name in self.names()]
+
+    @property
+    def owns_context(self) -> bool:
+        """True when this project started the running SparkContext."""
+        sc = self._owned_context
+        return sc is not None and not classic.context_is_stopped(sc)
+
+    # -- create / adopt --------------------------------------------------------------
+
+    def create(
+        self, name: str, conf: Mapping[str, str] | None = None, master: str | None = None
+    ) -> ManagedSession:
+        """Create an isolated session ``name``, starting the shared SparkContext on
+        ``master`` (default: the configured one) when none runs."""
+        check_session_name(name)
+        with self._reserve(name):
+            root = self._root_session(master)
+            settings = {**self.config.session_defaults, **(conf or {})}
+            session = classic.new_isolated_session(root, settings)
+            return self._register(name, session, "created", isolated=True)
+
+    def adopt(self, name: str, session: object, what: str | None = None) -> ManagedSession:
+        """Register an existing SparkSession as ``name``; it will never be stopped by
+        this project. Artifact isolation is switched on if the session ran no query yet."""
+        check_session_name(name)
+        spark = classic.require_session(session, what or "The object to adopt")
+        with self._reserve(name):
+            classic.require_running(spark.sparkContext, name)
+            other = self.find(spark)
+            if other is not None:
+                raise NotASparkSessionError(
+                    f"That SparkSession is already registered as '{other.name}'."
+                )
+            return self._register(name, spark, "adopted", isolated=classic.try_isolate(spark))
+
+    @contextmanager
+    def _reserve(self, name: str) -> Iterator[None]:
+        # Two racing creates of one name: the second fails here, before any work.
+        with self._lock:
+            if name in self._sessions or name in self._reserved:
+                raise SessionNameError(f"A session named '{name}' already exists.")
+            self._reserved.add(name)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._reserved.discard(name)
+
+    def _root_session(self, master: str | None) -> SparkSession:
+        with self._context_lock:
+            sc = classic.active_context()
+            if sc is not None and not classic.context_is_stopped(sc):
+                if master is not None and master != sc.master:
+                    raise MasterMismatchError(
+                        f"A SparkContext already runs on {sc.master}; --master {master} can "
+                        "only be used when none runs (or stop that context first)."
+                    )
+                return classic.root_session(sc)
+            require_java()
+            root = classic.start_context(
+                master or self.config.default_master,
+                self.config.app_name,
+                self.config.context_conf,
+            )
+            self._owned_context = root.sparkContext
+            return root
+
+    def _register(
+        self, name: str, session: SparkSession, origin: Origin, isolated: bool
+    ) -> ManagedSession:
+        session_id = classic.session_uuid(session)
+        directory = Path(self.config.resolved_session_root()) / f"{name}-{session_id[:8]}"
+        directory.mkdir(mode=0o700, parents=True, exist_ok=False)
+        managed = ManagedSession(
+            name=name,
+            session=session,
+            origin=origin,
+            session_id=session_id,
+            spark_job_tag=classic.session_job_tag(session),
+            directory=directory,
+            isolated=isolated,
+        )
+        with self._lock:
+            self._sessions[name] = managed
+            self._stopped.discard(name)
+        return managed
+
+    # -- job attribution -------------------------------------------------------------
+
+    @contextmanager
+    def running_in(self, name: str, execution_count: int = 0) -> Iterator[SparkSession]:
+        """Run a block as one job group of session ``name``: the jobs the current thread
+        starts inside it carry the session's and the group's tags."""
+        session = self.session(name)
+        with self.tagger.tagged(session.sparkContext, name, execution_count):
+            yield session
+
+    # -- stop / shutdown ---------------------------------------------------------------
+
+    def stop(self, name: str) -> Release:
+        """Unregister ``name`` now. For a created session, also cancel its running jobs
+        (without waiting) and release it in the background once they have ended.
+        Never stops the shared SparkContext."""
+        with self._lock:
+            managed = self.get(name)
+            del self._sessions[name]
+            self._stopped.add(name)
+            release = Release(name)
+            self._releases[name] = release
+        if managed.origin == "adopted":
+            _remove_directory(managed.directory)
+            release._finish()
+            return release
+        _cancel(managed)
+        thread = threading.Thread(
+            target=self._release_when_idle,
+            args=(managed, release, self.config.release_timeout),
+            name=f"jss-release-{name}",
+            daemon=True,
+        )
+        thread.start()
+        return release
+
+    def _release_when_idle(self, managed: ManagedSession, release: Release, timeout: float) -> None:
+        try:
+            _wait_for_jobs_to_end(managed, timeout)
+            _release(managed)
+        except BaseException as exc:  # reported on the handle, never lost in a thread
+            log.exception("releasing Spark session %r failed", managed.name)
+            release._finish(exc)
+        else:
+            release._finish()
+
+    def shutdown(self) -> None:
+        """Kernel shutdown: release every created session, unregister adopted ones, and
+        stop the SparkContext only if this project started it."""
+        with self._lock:
+            sessions = list(self._sessions.values())
+            self._sessions.clear()
+            pending = [r for r in self._releases.values() if not r.done]
+        created = [m for m in sessions if m.origin == "created"]
+        for managed in created:
+            _cancel(managed)
+        deadline = time.monotonic() + self.config.shutdown_timeout
+        for managed in created:
+            try:
+                _wait_for_jobs_to_end(managed, max(0.0, deadline - time.monotonic()))
+                _release(managed)
+            except Exception:
+                log.exception("releasing Spark session %r at shutdown failed", managed.name)
+        for release in pending:
+            release.wait(max(0.0, deadline - time.monotonic()))
+        for managed in sessions:
+            if managed.origin == "adopted":
+                _remove_directory(managed.directory)
+        owned, self._owned_context = self._owned_context, None
+        if owned is not None and not classic.context_is_stopped(owned):
+            owned.stop()
+        _remove_directory(Path(self.config.resolved_session_root()), only_if_empty=True)
+
+
+def _cancel(managed: ManagedSession) -> None:
+    sc = managed.sc
+    if classic.context_is_stopped(sc):
+        return
+    for tag in managed.cancel_tags:
+        sc.cancelJobsWithTag(tag)
+
+
+def _wait_for_jobs_to_end(managed: ManagedSession, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not classic.context_is_stopped(managed.sc):
+        if not classic.active_job_ids(managed.sc, managed.cancel_tags):
+            return
+        if time.monotonic() >= deadline:
+            log.warning("jobs of session %r still run; releasing it anyway", managed.name)
+            return
+        time.sleep(0.05)
+
+
+def _release(managed: ManagedSession) -> None:
+    if not classic.context_is_stopped(managed.sc):
+        classic.stop_streaming_queries(managed.session)
+        classic.drop_temp_views(managed.session)
+        classic.close_artifacts(managed.session)
+    _remove_directory(managed.directory)
+
+
+def _remove_directory(path: Path, only_if_empty: bool = False) -> None:
+    if only_if_empty:
+        with suppress(OSError):
+            os.rmdir(path)
+        return
+    shutil.rmtree(path, ignore_errors=True)
+
+
+_default: SessionRegistry | None = None
+_default_lock = threading.Lock()
+
+
+def default_registry(config: SparkSessionsConfig | None = None) -> SessionRegistry:
+    """The process-wide registry the magics use; the Python API's entry point.
+
+    ``config`` is used only by the call that creates it (the extension passes the
+    shell's configuration when it loads)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = SessionRegistry(config)
+        return _default

@@ -1,0 +1,140 @@
+"""Drive a real IPython kernel over the Jupyter protocol (jupyter_client), as a frontend
+would: start it, execute cells, collect what they print and raise."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from queue import Empty
+from typing import Any
+
+from jupyter_client.manager import KernelManager
+
+KERNEL_NAME = "jss-test-python"
+
+
+@dataclass
+class CellResult:
+    """What one executed cell produced."""
+
+    status: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    error_name: str = ""
+    error_value: str = ""
+    traceback: list[str] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+    payload: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def usage_error(self) -> str:
+        """The message of a UsageError the cell raised (IPython prints those to stderr,
+        without a traceback), or ''."""
+        lines = [ln for ln in self.stderr.splitlines() if ln.startswith("UsageError: ")]
+        return lines[-1][len("UsageError: ") :] if lines else ""
+
+    @property
+    def result_text(self) -> str:
+        """The text/plain of the cell's execute_result, if any."""
+        return "".join(r.get("text/plain", "") for r in self.results)
+
+
+def _write_kernelspec(root: Path) -> None:
+    # A kernelspec that runs this very interpreter, whatever other specs the machine has.
+    spec_dir = root / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "jupyter_spark_sessions tests",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+
+
+class Kernel:
+    """One running kernel and a blocking client to it."""
+
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        drop_env: tuple[str, ...] = (),
+    ) -> None:
+        self._spec_root = Path(tempfile.mkdtemp(prefix="jss-kernelspec-"))
+        _write_kernelspec(self._spec_root)
+        os.environ["JUPYTER_PATH"] = str(self._spec_root)
+        self.manager = KernelManager(kernel_name=KERNEL_NAME)
+        kernel_env = dict(os.environ)
+        kernel_env.setdefault("PYSPARK_PYTHON", sys.executable)
+        kernel_env.update(env or {})
+        for name in drop_env:
+            kernel_env.pop(name, None)
+        self.manager.start_kernel(env=kernel_env, cwd=cwd)
+        self.client = self.manager.blocking_client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def execute(self, code: str, timeout: float = 300) -> CellResult:
+        """Run one cell and wait until the kernel is idle again."""
+        msg_id = self.client.execute(code)
+        return self.collect(msg_id, timeout)
+
+    def collect(self, msg_id: str, timeout: float = 300) -> CellResult:
+        """Gather the outputs of an already sent execute_request."""
+        result = CellResult()
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"cell did not finish within {timeout} s")
+            try:
+                msg = self.client.get_iopub_msg(timeout=remaining)
+            except Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                if content["name"] == "stdout":
+                    result.stdout += content["text"]
+                else:
+                    result.stderr += content["text"]
+            elif kind == "error":
+                result.error_name = content["ename"]
+                result.error_value = content["evalue"]
+                result.traceback = content["traceback"]
+            elif kind == "execute_result":
+                result.results.append(content["data"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                break
+        reply = self.client.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=30)
+        result.status = reply["content"]["status"]
+        result.payload = reply["content"].get("payload", [])
+        return result
+
+    def ok(self, code: str, timeout: float = 300) -> CellResult:
+        """Run a cell that must succeed; fail the test with its traceback if not."""
+        result = self.execute(code, timeout)
+        if result.status != "ok":
+            raise AssertionError(
+                f"cell failed: {result.error_name}: {result.error_value}\n"
+                + "\n".join(result.traceback)
+            )
+        return result
+
+    def value(self, expression: str) -> Any:
+        """Evaluate an expression in the kernel and return its value, through JSON."""
+        out = self.ok(f"import json as _json; print(_json.dumps({expression}))").stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    def shutdown(self) -> None:
+        """Ask the kernel to shut down (running its exit hooks) and wait for it."""
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=False)

@@ -1,0 +1,100 @@
+"""The job tag format and the per-thread tag stack (pure logic, recording context)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from jupyter_spark_sessions.job_tags import (
+    ThreadJobTagger,
+    group_id,
+    group_tag,
+    parse_tag,
+    session_tag,
+)
+
+
+class RecordingContext:
+    """Records addJobTag/removeJobTag per thread, like Spark's per-thread tags."""
+
+    _jsc = object()  # "running"
+
+    def __init__(self) -> None:
+        self.tags: dict[int, set[str]] = {}
+
+    def _mine(self) -> set[str]:
+        return self.tags.setdefault(threading.get_ident(), set())
+
+    def addJobTag(self, tag: str) -> None:  # noqa: N802 - Spark's name
+        assert "," not in tag and tag
+        self._mine().add(tag)
+
+    def removeJobTag(self, tag: str) -> None:  # noqa: N802 - Spark's name
+        self._mine().discard(tag)
+
+
+def test_tags_carry_session_and_execution_count() -> None:
+    assert session_tag("etl") == "jss:etl"
+    assert group_id("etl", 12) == "etl:12"
+    assert group_tag("etl", 12) == "jss:etl:12"
+
+
+@pytest.mark.parametrize(
+    ("tag", "parsed"),
+    [
+        ("jss:etl", ("etl", None)),
+        ("jss:etl:12", ("etl", 12)),
+        ("jss:my.run-1:3", ("my.run-1", 3)),
+        ("jss:données:4", ("données", 4)),
+        ("spark-session-1234", None),
+        ("jss:", None),
+        ("jss:etl:x", None),
+    ],
+)
+def test_parse_tag_round_trips_and_rejects_foreign_tags(
+    tag: str, parsed: tuple[str, int | None] | None
+) -> None:
+    assert parse_tag(tag) == parsed
+
+
+def test_push_pop_applies_only_the_top_session() -> None:
+    sc = RecordingContext()
+    tagger = ThreadJobTagger()
+    tagger.push(sc, "a", 5)  # type: ignore[arg-type]
+    assert sc._mine() == {"jss:a", "jss:a:5"}
+    tagger.push(sc, "b", 5)  # type: ignore[arg-type]
+    assert sc._mine() == {"jss:b", "jss:b:5"}
+    tagger.pop()
+    assert sc._mine() == {"jss:a", "jss:a:5"}
+    tagger.pop()
+    assert sc._mine() == set()
+    tagger.pop()  # an extra pop is harmless
+    assert tagger.current_tags() == ()
+
+
+def test_tags_are_per_thread() -> None:
+    sc = RecordingContext()
+    tagger = ThreadJobTagger()
+    seen: list[tuple[str, ...]] = []
+    with tagger.tagged(sc, "a", 1):  # type: ignore[arg-type]
+
+        def other() -> None:
+            seen.append(tagger.current_tags())
+            with tagger.tagged(sc, "b", 2):  # type: ignore[arg-type]
+                seen.append(tagger.current_tags())
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert tagger.current_tags() == ("jss:a", "jss:a:1")
+    assert seen == [(), ("jss:b", "jss:b:2")]
+    assert all(not tags for tags in sc.tags.values())
+
+
+def test_tagged_block_removes_tags_when_it_raises() -> None:
+    sc = RecordingContext()
+    tagger = ThreadJobTagger()
+    with pytest.raises(ValueError), tagger.tagged(sc, "a", 1):  # type: ignore[arg-type]
+        raise ValueError("boom")
+    assert sc._mine() == set()

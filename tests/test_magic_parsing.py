@@ -1,0 +1,35 @@
+"""Argument parsing, help and tables of the magics (no Spark needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_spark_sessions.errors import ConfError
+from jupyter_spark_sessions.magics import SparkSessionMagics, format_table, parse_conf_pairs
+
+SUBCOMMANDS = ("create", "adopt", "use", "list", "info", "stop")
+
+
+def test_conf_pairs_parse_and_keep_equals_in_values() -> None:
+    assert parse_conf_pairs(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
+
+
+@pytest.mark.parametrize("bad", ["novalue", "=1", " =1"])
+def test_bad_conf_pair_is_a_conf_error(bad: str) -> None:
+    with pytest.raises(ConfError, match="expected KEY=VALUE"):
+        parse_conf_pairs([bad])
+
+
+def test_help_documents_every_subcommand_and_its_options() -> None:
+    doc = SparkSessionMagics.spark_session.__doc__ or ""
+    for sub in SUBCOMMANDS:
+        assert f"%spark_session {sub}" in doc
+    assert "--conf" in doc and "--master" in doc and "%%spark_session NAME" in doc
+
+
+def test_format_table_aligns_columns() -> None:
+    table = format_table(["name", "jobs"], [["a", 1], ["long-name", 22]])
+    lines = table.splitlines()
+    assert lines[0] == "name       jobs"
+    assert lines[1] == "---------  ----"
+    assert lines[3] == "long-name  22"

@@ -1,0 +1,68 @@
+"""The package's public surface, configuration and prebuilt labextension."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import jupyter_spark_sessions
+from jupyter_spark_sessions.config import SparkSessionsConfig
+
+
+def test_public_names_all_resolve() -> None:
+    for name in jupyter_spark_sessions.__all__:
+        assert hasattr(jupyter_spark_sessions, name), name
+
+
+def test_importing_the_package_does_not_import_pyspark() -> None:
+    # %load_ext must be instant: PySpark is imported on first use only.
+    code = (
+        "import sys, jupyter_spark_sessions, jupyter_spark_sessions.magics;"
+        "print('pyspark' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_every_config_trait_has_help() -> None:
+    traits = SparkSessionsConfig.class_traits(config=True)
+    assert {"default_master", "app_name", "session_root", "session_defaults"} <= set(traits)
+    for name, trait in traits.items():
+        assert trait.help.strip(), name
+
+
+def test_config_is_read_from_ipython_config() -> None:
+    from traitlets.config import Config
+
+    config = Config()
+    config.SparkSessionsConfig.default_master = "local[3]"
+    assert SparkSessionsConfig(config=config).default_master == "local[3]"
+
+
+def test_labextension_is_installed_enabled_and_ok() -> None:
+    listing = subprocess.run(
+        [sys.executable, "-m", "jupyterlab.labextensions", "list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    text = listing.stdout + listing.stderr
+    line = next(ln for ln in text.splitlines() if "jupyter-spark-sessions" in ln)
+    assert "enabled" in line and "OK" in line
+
+
+def test_labextension_ships_a_built_remote_entry() -> None:
+    from jupyter_core.paths import jupyter_path
+
+    for root in jupyter_path("labextensions"):
+        package = f"{root}/jupyter-spark-sessions/package.json"
+        try:
+            with open(package) as fh:
+                meta = json.load(fh)
+        except FileNotFoundError:
+            continue
+        load = meta["jupyterlab"]["_build"]["load"]
+        assert load.startswith("static/remoteEntry.")
+        return
+    raise AssertionError("the built labextension is not installed")
