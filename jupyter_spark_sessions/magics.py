@@ -149,7 +149,7 @@ class SparkSessionMagics(Magics):
         try:
             if cell is not None:
                 return self._run_cell_in(line, cell)
-            args = _PARSER.parse_args(arg_split(line))
+            args = _PARSER.parse_args(arg_split(line, posix=True))
             handler: Callable[[argparse.Namespace], Any] = getattr(self, f"_cmd_{args.command}")
             return handler(args)
         except SparkSessionsError as exc:
@@ -230,7 +230,7 @@ class SparkSessionMagics(Magics):
     # -- cell magic ----------------------------------------------------------------------
 
     def _run_cell_in(self, line: str, cell: str) -> Any:
-        names = arg_split(line)
+        names = arg_split(line, posix=True)
         if len(names) != 1:
             raise UsageError("Usage: %%spark_session NAME (then the cell's code).")
         name = names[0]

@@ -37,7 +37,7 @@ def test_missing_java_is_one_clear_line(tmp_path: Path) -> None:
 def test_old_java_is_refused_with_the_version_found(tmp_path: Path) -> None:
     fake = tmp_path / "bin" / "java"
     fake.parent.mkdir()
-    fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    fake.write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     fake.chmod(0o755)
     with pytest.raises(JavaNotFoundError, match="Java 11; Spark needs Java 17"):
         require_java({"JAVA_HOME": str(tmp_path)})

@@ -26,11 +26,11 @@ class RecordingContext:
     def _mine(self) -> set[str]:
         return self.tags.setdefault(threading.get_ident(), set())
 
-    def addJobTag(self, tag: str) -> None:  # noqa: N802 - Spark's name
+    def addJobTag(self, tag: str) -> None:  # Spark's name
         assert "," not in tag and tag
         self._mine().add(tag)
 
-    def removeJobTag(self, tag: str) -> None:  # noqa: N802 - Spark's name
+    def removeJobTag(self, tag: str) -> None:  # Spark's name
         self._mine().discard(tag)
 
 

@@ -1,0 +1,271 @@
+"""Session magics through a real IPython kernel (jupyter_client) on a real PySpark JVM.
+
+One kernel, hence one SparkContext (local[2]), is shared by the whole module.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kernel_driver import Kernel
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
+# Spark's job tracker, to observe which jobs carry which tags.
+TRACKER = "spark.sparkContext._jsc.sc().statusTracker()"
+
+
+@pytest.fixture(scope="module")
+def sessions(kernel: Kernel) -> Kernel:
+    """Sessions a and b created through the magics."""
+    kernel.ok("%spark_session create a")
+    kernel.ok("%spark_session create b --conf spark.sql.shuffle.partitions=7")
+    return kernel
+
+
+def registry_state(kernel: Kernel) -> dict[str, object]:
+    """Names, session directories and the context state, to prove an error changed nothing."""
+    return kernel.value(
+        f"{{'names': {REGISTRY}.names(), 'dirs': sorted(__import__('os').listdir("
+        f"{REGISTRY}.config.resolved_session_root())), 'spark': repr(globals().get('spark'))}}"
+    )
+
+
+def test_create_starts_context_with_kernel_python_and_lists_sessions(sessions: Kernel) -> None:
+    import sys
+
+    listing = sessions.ok("%spark_session list").stdout
+    header, _, *rows = listing.splitlines()
+    assert header.split()[:4] == ["name", "origin", "backend", "master"]
+    assert [r.split()[:4] for r in rows] == [
+        ["a", "created", "classic", "local[2]"],
+        ["b", "created", "classic", "local[2]"],
+    ]
+    assert sessions.value("__import__('os').environ['PYSPARK_PYTHON']") == sys.executable
+    assert sessions.value(f"{REGISTRY}.owns_context") is True
+
+
+def test_info_shows_id_directory_and_running_jobs(sessions: Kernel) -> None:
+    out = sessions.ok("%spark_session info a").stdout
+    fields = dict(
+        line.split(None, 1)
+        for line in out.replace("session id", "session_id")
+        .replace("running jobs", "running_jobs")
+        .splitlines()
+    )
+    spark_id = sessions.value(f"{REGISTRY}.session('a')._jsparkSession.sessionUUID()")
+    assert fields["session_id"] == spark_id
+    assert fields["origin"] == "created" and fields["isolated"] == "yes"
+    assert fields["running_jobs"] == "0"
+    assert sessions.value(f"__import__('os').path.isdir({fields['directory']!r})")
+
+
+def test_sessions_are_isolated_conf_and_temp_views(sessions: Kernel) -> None:
+    sessions.ok(
+        "%%spark_session a\n"
+        "spark.conf.set('spark.sql.shuffle.partitions', '3')\n"
+        "spark.range(2).createOrReplaceTempView('only_in_a')"
+    )
+    b = sessions.ok(
+        "%%spark_session b\n"
+        "print(spark.conf.get('spark.sql.shuffle.partitions'))\n"
+        "print(spark.catalog.tableExists('only_in_a'))"
+    ).stdout.split()
+    a = sessions.ok(
+        "%%spark_session a\n"
+        "print(spark.conf.get('spark.sql.shuffle.partitions'))\n"
+        "print(spark.catalog.tableExists('only_in_a'))"
+    ).stdout.split()
+    assert a == ["3", "True"]
+    assert b == ["7", "False"]
+
+
+def test_created_sessions_have_artifact_isolation_on(sessions: Kernel) -> None:
+    state = sessions.value(
+        f"[str({REGISTRY}.session(n)._jsparkSession.sessionState().artifactManager().state())"
+        " for n in ('a', 'b')]"
+    )
+    assert all(s.startswith("JobArtifactState(") for s in state)
+
+
+def test_use_binds_spark_and_tags_the_cells_jobs(sessions: Kernel) -> None:
+    sessions.ok("%spark_session use a")
+    count = sessions.value("get_ipython().execution_count + 1")
+    sessions.ok("spark.range(10).count()")
+    jobs = sessions.value(f"list({TRACKER}.getJobIdsForTag('jss:a:{count}'))")
+    session_jobs = sessions.value(f"list({TRACKER}.getJobIdsForTag('jss:a'))")
+    assert jobs, "the cell's job carries its group tag"
+    assert set(jobs) <= set(session_jobs)
+    # Tags are removed when the cell ends: a later cell carries only its own.
+    tags, now = sessions.value(
+        "[sorted(spark.sparkContext.getJobTags()), get_ipython().execution_count]"
+    )
+    assert tags == ["jss:a", f"jss:a:{now}"]
+
+
+def test_rdd_jobs_of_a_cell_are_tagged_too(sessions: Kernel) -> None:
+    sessions.ok("%spark_session use b")
+    count = sessions.value("get_ipython().execution_count + 1")
+    sessions.ok("spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()")
+    jobs = sessions.value(f"list({TRACKER}.getJobIdsForTag('jss:b:{count}'))")
+    assert jobs
+
+
+def test_cell_magic_binds_for_one_cell_and_restores_even_on_error(sessions: Kernel) -> None:
+    sessions.ok("%spark_session use a")
+    failed = sessions.execute(
+        "%%spark_session b\n"
+        "seen = spark.conf.get('spark.sql.shuffle.partitions')\n"
+        "raise ValueError('boom')"
+    )
+    assert failed.status == "error" and failed.error_name == "ValueError"
+    assert sessions.value("seen") == "7"
+    assert sessions.value(f"spark is {REGISTRY}.session('a')") is True
+    # With `spark` unbound before, it is unbound again after.
+    sessions.ok("del spark")
+    result = sessions.ok("%%spark_session b\nspark.range(3).count()")
+    assert result.result_text == "3"
+    assert sessions.value("'spark' in globals()") is False
+
+
+def test_cell_magic_tags_jobs_with_its_own_session(sessions: Kernel) -> None:
+    sessions.ok("%spark_session use a")
+    count = sessions.value("get_ipython().execution_count + 1")
+    sessions.ok("%%spark_session b\nspark.range(5).count()")
+    tracker = TRACKER.replace("spark.", f"{REGISTRY}.session('a').", 1)
+    assert sessions.value(f"list({tracker}.getJobIdsForTag('jss:b:{count}'))")
+    assert sessions.value(f"list({tracker}.getJobIdsForTag('jss:a:{count}'))") == []
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("%spark_session frobnicate", "invalid choice: 'frobnicate'"),
+        ("%spark_session use nobody", "No session named 'nobody'"),
+        ("%spark_session info nobody", "No session named 'nobody'"),
+        ("%spark_session stop nobody", "No session named 'nobody'"),
+        ("%spark_session create a", "A session named 'a' already exists"),
+        ("%spark_session create c --conf novalue", "Bad --conf 'novalue': expected KEY=VALUE"),
+        ("%spark_session create c --conf spark.executor.memory=2g", "Spark refused --conf"),
+        ("%spark_session create c --conf spark.sql.warehouse.dir=/x", "Spark refused --conf"),
+        ("%spark_session create 'bad name'", "Invalid session name 'bad name'"),
+        ("%spark_session create x:y", "Invalid session name 'x:y'"),
+        ("%spark_session create c --master local[1]", "already runs on local[2]"),
+        ("%spark_session adopt c not_defined", "No variable named 'not_defined'"),
+        ("%spark_session adopt c some_int", "'some_int' is a builtins.int, not a SparkSession"),
+        ("%spark_session adopt c some_session", "already registered as 'a'"),
+        ("%spark_session", "the following arguments are required"),
+    ],
+)
+def test_user_mistakes_are_one_line_and_change_nothing(
+    sessions: Kernel, line: str, expected: str
+) -> None:
+    sessions.ok(f"some_int = 3\nsome_session = {REGISTRY}.session('a')")
+    before = registry_state(sessions)
+    result = sessions.execute(line)
+    assert result.status == "error"
+    assert expected in result.usage_error, result.stderr
+    assert result.stderr.strip().count("\n") == 0, "one line, no traceback"
+    assert registry_state(sessions) == before
+
+
+def test_help_shows_every_subcommand(sessions: Kernel) -> None:
+    result = sessions.ok("%spark_session?")
+    text = "".join(p.get("data", {}).get("text/plain", "") for p in result.payload)
+    for sub in ("create", "adopt", "use", "list", "info", "stop"):
+        assert f"%spark_session {sub}" in text
+
+
+def test_racing_creates_of_one_name_yield_one_session_and_one_error(sessions: Kernel) -> None:
+    sessions.ok(
+        "import threading\n"
+        "from jupyter_spark_sessions import SparkSessionsError\n"
+        f"_reg = {REGISTRY}\n"
+        "made, errors = [], []\n"
+        "_go = threading.Barrier(2)\n"
+        "def _create():\n"
+        "    _go.wait()\n"
+        "    try:\n"
+        "        made.append(_reg.create('race'))\n"
+        "    except SparkSessionsError as exc:\n"
+        "        errors.append(str(exc))\n"
+        "_threads = [threading.Thread(target=_create) for _ in range(2)]\n"
+        "[t.start() for t in _threads]; [t.join() for t in _threads]"
+    )
+    assert sessions.value("len(made)") == 1
+    assert sessions.value("errors") == ["A session named 'race' already exists."]
+    dirs = sessions.value(
+        "[d for d in __import__('os').listdir(_reg.config.resolved_session_root())"
+        " if d.startswith('race-')]"
+    )
+    assert len(dirs) == 1
+    sessions.ok("_reg.stop('race').wait(60)")
+
+
+def test_stop_b_while_a_runs_leaves_a_and_the_context_running(sessions: Kernel) -> None:
+    """The Beam crash case: stopping one session must not stop the shared context."""
+    sessions.ok("%spark_session create victim")
+    victim_dir = sessions.value(f"str({REGISTRY}.get('victim').directory)")
+    sessions.ok(
+        "import time\n"
+        "from pyspark import InheritableThread\n"
+        "from pyspark.sql.functions import udf\n"
+        "@udf('long')\n"
+        "def slow(x):\n"
+        "    import time; time.sleep(0.5); return x\n"
+        "outcome = {}\n"
+        "def run_a():\n"
+        "    outcome['sum'] = spark.range(12).repartition(2).select(slow('id').alias('v'))"
+        ".groupBy().sum('v').collect()[0][0]\n"
+        "%spark_session use a\n"
+        "job_a = InheritableThread(target=run_a)\n"
+        "job_a.start()\n"
+        "time.sleep(1.5)"  # A's job is running now
+    )
+    assert sessions.value(f"{REGISTRY}.info('a').running_jobs") >= 1
+    started = time.monotonic()
+    stop = sessions.ok("%spark_session stop victim")
+    assert time.monotonic() - started < 5, "stop returns promptly"
+    assert "Stopped session 'victim'" in stop.stdout
+    sessions.ok("job_a.join(120)")
+    assert sessions.value("outcome") == {"sum": 66}
+    assert sessions.value("spark.sparkContext._jsc.sc().isStopped()") is False
+    assert sessions.ok("spark.range(4).count()").result_text == "4"
+    assert sessions.value(f"{REGISTRY}._releases['victim'].wait(60)") is True
+    assert sessions.value(f"__import__('os').path.exists({victim_dir!r})") is False
+
+
+def test_stop_cancels_the_sessions_running_jobs_without_waiting(sessions: Kernel) -> None:
+    sessions.ok("%spark_session create doomed")
+    sessions.ok(
+        "from pyspark import InheritableThread\n"
+        "from pyspark.sql.functions import udf\n"
+        "@udf('long')\n"
+        "def very_slow(x):\n"
+        "    import time; time.sleep(60); return x\n"
+        "doomed_outcome = {}\n"
+        "def run_doomed():\n"
+        "    try:\n"
+        "        spark.range(2).repartition(2).select(very_slow('id')).collect()\n"
+        "        doomed_outcome['result'] = 'finished'\n"
+        "    except Exception as exc:\n"
+        "        doomed_outcome['result'] = str(exc)\n"
+        "%spark_session use doomed\n"
+        "doomed_job = InheritableThread(target=run_doomed)\n"
+        "doomed_job.start()\n"
+        "import time; time.sleep(2)"
+    )
+    assert sessions.value(f"{REGISTRY}.info('doomed').running_jobs") == 1
+    started = time.monotonic()
+    out = sessions.ok("%spark_session stop doomed").stdout
+    assert time.monotonic() - started < 5
+    assert "`spark` was that session and is now unbound" in out
+    sessions.ok("doomed_job.join(30)")
+    assert time.monotonic() - started < 30, "the job was cancelled, not waited for"
+    assert "cancelled" in sessions.value("doomed_outcome['result']").lower()
+    assert sessions.value(f"{REGISTRY}._releases['doomed'].wait(30)") is True
+    result = sessions.execute("%spark_session use doomed")
+    assert "Session 'doomed' was stopped" in result.usage_error
