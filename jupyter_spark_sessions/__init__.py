@@ -6,7 +6,6 @@ Load in IPython with ``%load_ext jupyter_spark_sessions``; from plain Python use
 
 from __future__ import annotations
 
-import atexit
 from typing import Any
 
 from .config import SparkSessionsConfig
@@ -62,6 +61,7 @@ def load_ipython_extension(ip: Any) -> None:
     if id(ip) in _loaded:
         return
     from .cell_tagging import CellJobTagging
+    from .kernel_lifecycle import call_once_at_shutdown
     from .magics import SparkSessionMagics
 
     registry = default_registry(SparkSessionsConfig(parent=ip))
@@ -69,8 +69,7 @@ def load_ipython_extension(ip: Any) -> None:
     tagging = CellJobTagging(ip, registry)
     tagging.register()
     # Release sessions and stop a context this project started when the kernel exits.
-    # Registered after IPython's own atexit hook, so it runs before it (LIFO).
-    atexit.register(registry.shutdown)
+    call_once_at_shutdown(ip, registry.shutdown)
     _loaded[id(ip)] = tagging
 
 

@@ -63,10 +63,10 @@ class SparkSessionsConfig(Configurable):
     ).tag(config=True)
 
     shutdown_timeout = Float(
-        2.0,
+        1.0,
         help="Seconds kernel shutdown waits for cancelled jobs to end before releasing "
-        "sessions and stopping the SparkContext (the kernel manager kills a kernel that "
-        "takes longer than about 5 s).",
+        "sessions and stopping the SparkContext (Jupyter's kernel manager terminates a "
+        "kernel still running 2.5 s after a shutdown request).",
     ).tag(config=True)
 
     def resolved_session_root(self) -> str:

@@ -115,6 +115,8 @@ class ThreadJobTagger:
 
 
 def _add(applied: _AppliedTags) -> None:
+    if applied.sc._jsc is None:  # stopped from Python: its jobs cannot run, nothing to tag
+        return
     for tag in applied.tags:
         applied.sc.addJobTag(tag)
 

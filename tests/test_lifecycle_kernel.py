@@ -1,0 +1,149 @@
+"""Who may stop what, through real kernels that really shut down.
+
+Each test runs its own kernel, because kernel shutdown is what it observes. A probe
+that observes the shell's ``exit_now`` *after* the extension loaded runs right after the
+extension's own shutdown hook (traitlets call observers in order), while Spark's JVM is
+still alive, and writes down what it found.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_driver import Kernel
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
+
+PROBE = """
+import json, os
+def _probe(change):
+    from pyspark import SparkContext
+    sc = SparkContext._active_spark_context
+    report = {{
+        "context_stopped": sc is None or sc._jsc is None,
+        "dirs_left": [d for d in _watched_dirs if os.path.exists(d)],
+    }}
+    if _user_session is not None:
+        report["user_session_works"] = _user_session.range(3).count() == 3
+    with open({path!r}, "w") as fh:
+        json.dump(report, fh)
+_watched_dirs = []
+_user_session = None
+get_ipython().observe(_probe, names="exit_now")
+"""
+
+
+def start_kernel(tmp_path: Path, report: Path) -> Kernel:
+    root = tmp_path / "ipython" / "profile_default"
+    root.mkdir(parents=True)
+    (root / "ipython_config.py").write_text(
+        "c.SparkSessionsConfig.default_master = 'local[2]'\n"
+        "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"
+        f"c.SparkSessionsConfig.session_root = {str(tmp_path / 'sessions')!r}\n"
+    )
+    kernel = Kernel(env={"IPYTHONDIR": str(tmp_path / "ipython")}, cwd=str(tmp_path))
+    kernel.ok("%load_ext jupyter_spark_sessions")
+    kernel.ok(PROBE.format(path=str(report)))
+    return kernel
+
+
+def test_shutdown_releases_created_sessions_and_stops_its_own_context(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    kernel = start_kernel(tmp_path, report)
+    kernel.ok("%spark_session create a\n%spark_session create b")
+    kernel.ok(f"_watched_dirs += [str({REGISTRY}.get(n).directory) for n in ('a', 'b')]")
+    assert kernel.value(f"{REGISTRY}.owns_context") is True
+    kernel.shutdown()
+    found = json.loads(report.read_text())
+    assert found == {"context_stopped": True, "dirs_left": []}
+
+
+def test_adopted_session_and_user_context_survive_every_stop_and_shutdown(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "report.json"
+    kernel = start_kernel(tmp_path, report)
+    kernel.ok(
+        "from pyspark.sql import SparkSession\n"
+        "mine = SparkSession.builder.master('local[2]').config('spark.ui.enabled', 'false')"
+        ".getOrCreate()\n"
+        "_user_session = mine"
+    )
+    kernel.ok("%spark_session adopt main mine")
+    kernel.ok("%spark_session create a\n%spark_session create b")
+    assert kernel.value(f"{REGISTRY}.owns_context") is False
+    kernel.ok(f"_watched_dirs += [str({REGISTRY}.get(n).directory) for n in ('a', 'b')]")
+    kernel.ok(
+        f"_ra = {REGISTRY}.stop('a'); _rb = {REGISTRY}.stop('b')\n"
+        "assert _ra.wait(60) and _rb.wait(60)"
+    )
+    assert kernel.ok("mine.range(5).count()").result_text == "5"
+    listing = kernel.ok("%spark_session list").stdout
+    assert "main" in listing and "adopted" in listing
+    kernel.shutdown()
+    found = json.loads(report.read_text())
+    assert found == {"context_stopped": False, "dirs_left": [], "user_session_works": True}
+
+
+def test_stop_of_an_adopted_session_only_unregisters_it(tmp_path: Path) -> None:
+    kernel = start_kernel(tmp_path, tmp_path / "report.json")
+    try:
+        kernel.ok(
+            "from pyspark.sql import SparkSession\n"
+            "mine = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')"
+            ".getOrCreate()"
+        )
+        missing = kernel.execute("%spark_session adopt")
+        assert "the following arguments are required: NAME" in missing.usage_error
+        kernel.ok("%spark_session adopt mine")  # no variable: the active session
+        assert kernel.value(f"{REGISTRY}.session('mine') is mine") is True
+        kernel.ok("%spark_session use mine")
+        assert "Unregistered adopted session 'mine'" in kernel.ok("%spark_session stop mine").stdout
+        assert kernel.value("spark is mine") is True, "`spark` stays bound to the user's session"
+        assert kernel.ok("mine.range(2).count()").result_text == "2"
+    finally:
+        kernel.shutdown()
+
+
+def test_context_stopped_behind_the_projects_back_is_one_line_with_the_way_out(
+    tmp_path: Path,
+) -> None:
+    kernel = start_kernel(tmp_path, tmp_path / "report.json")
+    try:
+        kernel.ok("%spark_session create a\n%spark_session use a")
+        kernel.ok("spark.sparkContext.stop()")
+        before = kernel.value(f"{REGISTRY}.names()")
+        result = kernel.execute("%spark_session use a")
+        assert "its SparkContext was stopped outside jupyter_spark_sessions" in result.usage_error
+        assert "`%spark_session stop a`" in result.usage_error
+        assert result.stderr.strip().count("\n") == 0
+        assert kernel.value(f"{REGISTRY}.names()") == before
+        assert "stopped outside" in kernel.ok("%spark_session info a").stdout
+        # The way out works: drop the dead session, create a new one on a new context.
+        kernel.ok("%spark_session stop a")
+        kernel.ok("%spark_session create a\n%spark_session use a")
+        assert kernel.ok("spark.range(7).count()").result_text == "7"
+    finally:
+        kernel.shutdown()
+
+
+def test_missing_java_is_one_line_naming_the_java_needed(tmp_path: Path) -> None:
+    kernel = Kernel(
+        env={"PATH": str(Path(sys.executable).parent)},
+        drop_env=("JAVA_HOME",),
+        cwd=str(tmp_path),
+    )
+    try:
+        kernel.ok("%load_ext jupyter_spark_sessions")
+        result = kernel.execute("%spark_session create a")
+        assert "Spark needs Java 17 or 21 and none was found" in result.usage_error
+        assert result.stderr.strip().count("\n") == 0
+        assert kernel.value(f"{REGISTRY}.names()") == []
+    finally:
+        kernel.shutdown()
