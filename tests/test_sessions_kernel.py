@@ -269,3 +269,19 @@ def test_stop_cancels_the_sessions_running_jobs_without_waiting(sessions: Kernel
     assert sessions.value(f"{REGISTRY}._releases['doomed'].wait(30)") is True
     result = sessions.execute("%spark_session use doomed")
     assert "Session 'doomed' was stopped" in result.usage_error
+
+
+def test_adopt_isolates_a_fresh_session_and_reports_a_used_one(sessions: Kernel) -> None:
+    sessions.ok(
+        f"_root = {REGISTRY}.session('a')\n"
+        "fresh = _root.newSession()\n"
+        "used = _root.newSession()\n"
+        "used.range(1).count()"
+    )
+    assert "not isolated" not in sessions.ok("%spark_session adopt fresh_one fresh").stdout
+    out = sessions.ok("%spark_session adopt used_one used").stdout
+    assert "not isolated: it ran queries before adoption" in out
+    assert sessions.value(f"{REGISTRY}.info('fresh_one').isolated") is True
+    assert sessions.value(f"{REGISTRY}.info('used_one').isolated") is False
+    sessions.ok("%spark_session stop fresh_one\n%spark_session stop used_one")
+    assert sessions.ok("fresh.range(2).count()").result_text == "2", "adopted: never stopped"

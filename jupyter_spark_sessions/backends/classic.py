@@ -98,9 +98,10 @@ def new_isolated_session(root: SparkSession, conf: Mapping[str, str]) -> SparkSe
 
 def try_isolate(session: SparkSession) -> bool:
     """Switch on artifact isolation for an adopted session if it is still possible
-    (the session ran no query yet); leave its setting as it was when not."""
-    if is_isolated(session):
-        return True
+    (the session ran no query yet); leave its setting as it was when not.
+
+    The setting goes first: looking at the artifact manager creates it, with whatever
+    the setting is at that moment."""
     previous = session.conf.get(ISOLATION_CONF, None)
     session.conf.set(ISOLATION_CONF, "true")
     if is_isolated(session):

@@ -1,0 +1,102 @@
+"""Every wrapper of a private PySpark/JVM API in ``backends/classic.py``, called against
+the installed PySpark. When an upgrade moves or changes one of them, this module fails
+and names the wrapper to fix."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from jupyter_spark_sessions.backends import classic
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def root() -> Iterator[Any]:
+    session = classic.start_context("local[2]", "private-api-test", {"spark.ui.enabled": "false"})
+    yield session
+    session.sparkContext.stop()
+
+
+def test_active_context_and_stopped_state(root: Any) -> None:
+    sc = classic.active_context()
+    assert sc is root.sparkContext
+    assert classic.context_is_stopped(sc) is False
+
+
+def test_root_session_reuses_pysparks_instantiated_session(root: Any) -> None:
+    assert classic.root_session(root.sparkContext) is root
+
+
+def test_new_session_is_isolated_with_its_own_uuid_and_job_tag(root: Any) -> None:
+    session = classic.new_isolated_session(root, {"spark.sql.shuffle.partitions": "5"})
+    assert classic.is_isolated(session) is True
+    assert classic.is_isolated(root) is False
+    uuid = classic.session_uuid(session)
+    assert len(uuid) == 36 and uuid != classic.session_uuid(root)
+    assert classic.session_job_tag(session) == f"spark-session-{uuid}"
+    assert session.conf.get("spark.sql.shuffle.partitions") == "5"
+
+
+def test_try_isolate_works_only_before_the_first_query(root: Any) -> None:
+    fresh = root.newSession()
+    assert classic.try_isolate(fresh) is True
+    used = root.newSession()
+    used.range(1).count()
+    assert classic.try_isolate(used) is False
+    assert used.conf.get(classic.ISOLATION_CONF) == "false", "setting restored"
+
+
+def test_active_job_ids_sees_running_tagged_jobs_only(root: Any) -> None:
+    import threading
+
+    from pyspark import InheritableThread
+
+    session = classic.new_isolated_session(root, {})
+    sc = root.sparkContext
+    started = threading.Event()
+
+    def run() -> None:
+        sc.addJobTag("probe-tag")
+        started.set()
+        try:
+            session.range(2).repartition(2).rdd.map(lambda x: time.sleep(3) or x).count()
+        finally:
+            sc.removeJobTag("probe-tag")
+
+    thread = InheritableThread(target=run)
+    thread.start()
+    started.wait(10)
+    deadline = time.monotonic() + 20
+    while not classic.active_job_ids(sc, ["probe-tag"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert classic.active_job_ids(sc, ["probe-tag"])
+    assert classic.active_job_ids(sc, ["other-tag"]) == set()
+    thread.join(60)
+    assert classic.active_job_ids(sc, ["probe-tag"]) == set()
+
+
+def test_release_helpers_drop_views_and_close_artifacts(root: Any) -> None:
+    session = classic.new_isolated_session(root, {})
+    session.range(3).createOrReplaceTempView("doomed_view")
+    classic.stop_streaming_queries(session)
+    classic.drop_temp_views(session)
+    assert session.catalog.tableExists("doomed_view") is False
+    classic.close_artifacts(session)
+
+
+def test_require_session_rejects_other_objects(root: Any) -> None:
+    assert classic.require_session(root, "x") is root
+    with pytest.raises(classic.NotASparkSessionError, match="builtins.int, not a SparkSession"):
+        classic.require_session(3, "'x'")
+
+
+def test_a_conf_spark_refuses_is_a_conf_error(root: Any) -> None:
+    from jupyter_spark_sessions.errors import ConfError
+
+    with pytest.raises(ConfError, match="CANNOT_MODIFY"):
+        classic.new_isolated_session(root, {"spark.executor.memory": "2g"})
