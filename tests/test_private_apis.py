@@ -91,7 +91,7 @@ def test_release_helpers_drop_views_and_close_artifacts(root: Any) -> None:
 
 def test_require_session_rejects_other_objects(root: Any) -> None:
     assert classic.require_session(root, "x") is root
-    with pytest.raises(classic.NotASparkSessionError, match="builtins.int, not a SparkSession"):
+    with pytest.raises(classic.NotASparkSessionError, match=r"builtins\.int, not a SparkSession"):
         classic.require_session(3, "'x'")
 
 
