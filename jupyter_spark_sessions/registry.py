@@ -23,6 +23,7 @@ from . import job_tags
 from .backends import classic
 from .config import SparkSessionsConfig
 from .errors import (
+    ContextStoppedError,
     MasterMismatchError,
     NotASparkSessionError,
     SessionNameError,
@@ -215,7 +216,10 @@ class SessionRegistry:
         check_session_name(name)
         spark = classic.require_session(session, what or "The object to adopt")
         with self._reserve(name):
-            classic.require_running(spark.sparkContext, name)
+            if classic.context_is_stopped(spark.sparkContext):
+                raise ContextStoppedError(
+                    "That SparkSession's SparkContext is stopped: there is nothing to adopt."
+                )
             other = self.find(spark)
             if other is not None:
                 raise NotASparkSessionError(

@@ -125,6 +125,9 @@ def test_context_stopped_behind_the_projects_back_is_one_line_with_the_way_out(
         assert result.stderr.strip().count("\n") == 0
         assert kernel.value(f"{REGISTRY}.names()") == before
         assert "stopped outside" in kernel.ok("%spark_session info a").stdout
+        dead = kernel.execute("%spark_session adopt zombie spark")
+        assert "SparkContext is stopped: there is nothing to adopt" in dead.usage_error
+        assert kernel.value(f"{REGISTRY}.names()") == before
         # The way out works: drop the dead session, create a new one on a new context.
         kernel.ok("%spark_session stop a")
         kernel.ok("%spark_session create a\n%spark_session use a")
