@@ -22,8 +22,11 @@ $(STAMP): $(SOURCES)
 	$(BIN)/python -m pip install --quiet ".[test]"
 	touch $@
 
+# JupyterLab refuses to run as root unless told to (containers and this kind of machine).
+ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+
 demo: setup
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 demo/sessions.ipynb
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ALLOW_ROOT) $(DEMO_ARGS) demo/sessions.ipynb
 
 lint: setup
 	$(BIN)/ruff check .
