@@ -97,8 +97,9 @@ class SessionInfo:
 class Release:
     """The background release of a stopped session; ``wait`` for it in tests or scripts."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, directory: Path) -> None:
         self.name = name
+        self.directory = directory
         self.error: BaseException | None = None
         self._done = threading.Event()
 
@@ -299,7 +300,7 @@ class SessionRegistry:
             managed = self.get(name)
             del self._sessions[name]
             self._stopped.add(name)
-            release = Release(name)
+            release = Release(name, managed.directory)
             self._releases[name] = release
         if managed.origin == "adopted":
             _remove_directory(managed.directory)
@@ -335,6 +336,9 @@ class SessionRegistry:
         with self._lock:
             sessions = list(self._sessions.values())
             self._sessions.clear()
+            # Stopped sessions whose jobs have not ended yet: their release thread dies
+            # with the kernel, so their directories go now.
+            unreleased = [r.directory for r in self._releases.values() if not r.done]
         created = [m for m in sessions if m.origin == "created"]
         for managed in created:
             _cancel(managed)
@@ -346,8 +350,8 @@ class SessionRegistry:
                     classic.close_artifacts(managed.session)
             except Exception:
                 log.exception("releasing Spark session %r at shutdown failed", managed.name)
-        for managed in sessions:
-            _remove_directory(managed.directory)
+        for directory in [m.directory for m in sessions] + unreleased:
+            _remove_directory(directory)
         owned, self._owned_context = self._owned_context, None
         if owned is not None and not classic.context_is_stopped(owned):
             owned.stop()
