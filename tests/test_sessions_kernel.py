@@ -285,3 +285,16 @@ def test_adopt_isolates_a_fresh_session_and_reports_a_used_one(sessions: Kernel)
     assert sessions.value(f"{REGISTRY}.info('used_one').isolated") is False
     sessions.ok("%spark_session stop fresh_one\n%spark_session stop used_one")
     assert sessions.ok("fresh.range(2).count()").result_text == "2", "adopted: never stopped"
+
+
+def test_running_in_tags_the_threads_jobs_as_one_group_of_the_session(sessions: Kernel) -> None:
+    sessions.ok(
+        f"with {REGISTRY}.running_in('b', execution_count=9001) as _s:\n"
+        "    _inside = sorted(_s.sparkContext.getJobTags())\n"
+        "    _s.range(3).count()\n"
+        "_after = sorted(_s.sparkContext.getJobTags())"
+    )
+    assert sessions.value("_inside") == ["jss:b", "jss:b:9001"]
+    assert "jss:b:9001" not in sessions.value("_after")
+    tracker = TRACKER.replace("spark.", "_s.", 1)
+    assert sessions.value(f"list({tracker}.getJobIdsForTag('jss:b:9001'))")
