@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src/*) \
 	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py)
 
-.PHONY: setup demo test lint typecheck pytest clean
+.PHONY: setup demo test lint typecheck pytest bench clean
 
 setup: $(STAMP)
 
@@ -39,6 +39,12 @@ pytest: setup
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest
+
+# Speed and memory targets (ratios against a baseline in the same run); rewrites
+# docs/benchmarks.md. Run on a quiet machine: not part of `make test`.
+bench: setup
+	$(BIN)/python benchmarks/cancel_latency.py
+	$(BIN)/python benchmarks/report.py
 
 clean:
 	rm -rf $(VENV) node_modules lib jupyter_spark_sessions/labextension tsconfig.tsbuildinfo

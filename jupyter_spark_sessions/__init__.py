@@ -66,6 +66,12 @@ def load_ipython_extension(ip: Any) -> None:
 
     registry = default_registry(SparkSessionsConfig(parent=ip))
     ip.register_magics(SparkSessionMagics(ip, registry))
+    kernel = getattr(ip, "kernel", None)
+    if kernel is not None:  # in a Jupyter kernel (not a terminal IPython)
+        from .kernel import KernelChannels
+        from .request_handler import RequestHandler
+
+        KernelChannels(kernel, RequestHandler(registry.board)).install()
     tagging = CellJobTagging(ip, registry)
     tagging.register()
     # Release sessions and stop a context this project started when the kernel exits.

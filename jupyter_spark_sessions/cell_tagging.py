@@ -25,7 +25,8 @@ class CellJobTagging:
     def __init__(self, shell: InteractiveShell, registry: SessionRegistry) -> None:
         self.shell = shell
         self.registry = registry
-        self._pushed = threading.local()  # did this thread's current cell push tags?
+        # (session, execution count) of the group this thread's current cell pushed.
+        self._pushed = threading.local()
 
     def register(self) -> None:
         """Start tagging cells."""
@@ -39,7 +40,7 @@ class CellJobTagging:
 
     def pre_run_cell(self, info: Any) -> None:
         """Tag the jobs of the cell about to run, if ``spark`` is a managed session."""
-        self._pushed.value = False
+        self._pushed.value = None
         if not len(self.registry):
             return  # nothing managed: no cost on cells
         managed = self.registry.find(self.shell.user_ns.get("spark"))
@@ -47,17 +48,30 @@ class CellJobTagging:
             return
         try:
             # IPython increments execution_count after the cell, so this is its number.
-            self.registry.tagger.push(managed.sc, managed.name, self.shell.execution_count)
-            self._pushed.value = True
+            count = self.shell.execution_count
+            self.registry.tagger.push(managed.sc, managed.name, count)
+            self._pushed.value = (managed.name, count)
+            self.registry.board.cell_started(managed.name, count, first_line(info.raw_cell))
         except Exception:  # a stopped context must not break every cell
             log.warning("could not tag the jobs of this cell for session %r", managed.name)
 
     def post_run_cell(self, result: Any) -> None:
         """Remove this cell's tags, whether it succeeded or raised."""
-        if not getattr(self._pushed, "value", False):
+        pushed: tuple[str, int] | None = getattr(self._pushed, "value", None)
+        if not pushed:
             return
-        self._pushed.value = False
+        self._pushed.value = None
+        self.registry.board.cell_finished(*pushed)
         try:
             self.registry.tagger.pop()
         except Exception:
             log.warning("could not remove this cell's Spark job tags")
+
+
+def first_line(source: str | None) -> str:
+    """The first non-blank line of a cell, shortened: how the board describes a group."""
+    for line in (source or "").splitlines():
+        line = line.strip()
+        if line:
+            return line if len(line) <= 80 else line[:79] + "…"
+    return ""

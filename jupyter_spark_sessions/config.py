@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from traitlets import Dict, Float, Unicode
+from traitlets import Dict, Float, Int, Unicode
 from traitlets.config import Configurable
 
 
@@ -67,6 +67,22 @@ class SparkSessionsConfig(Configurable):
         help="Seconds kernel shutdown waits for cancelled jobs to end before releasing "
         "sessions and stopping the SparkContext (Jupyter's kernel manager terminates a "
         "kernel still running 2.5 s after a shutdown request).",
+    ).tag(config=True)
+
+    poll_interval = Float(
+        0.25,
+        help="Seconds between two reads of Spark's job status while jobs run (the job "
+        "board's refresh rate).",
+    ).tag(config=True)
+
+    idle_poll_interval = Float(
+        2.0,
+        help="Seconds between two reads of Spark's job status while no managed job runs.",
+    ).tag(config=True)
+
+    retained_groups = Int(
+        50,
+        help="How many finished job groups the job board keeps (the oldest go first).",
     ).tag(config=True)
 
     def resolved_session_root(self) -> str:

@@ -25,6 +25,10 @@ class UnknownSessionError(SparkSessionsError):
     """No session is registered under the given name."""
 
 
+class UnknownGroupError(SparkSessionsError):
+    """No job group with the given id is on the job board."""
+
+
 class SessionNameError(SparkSessionsError):
     """A session name that is malformed or already in use."""
 

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 TAG_PREFIX = "jss:"
 
+# Local property behind SparkContext.setInterruptOnCancel: without it, cancelling an RDD
+# job leaves its running tasks to finish (SQL jobs interrupt theirs by default).
+_INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel"
+
 
 def session_tag(session_name: str) -> str:
     """The tag on every job run by cells in ``session_name``."""
@@ -56,10 +60,11 @@ def parse_tag(tag: str) -> tuple[str, int | None] | None:
     return name, int(count)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _AppliedTags:
     sc: SparkContext
     tags: tuple[str, ...]
+    interrupt_before: str | None = None  # the thread's setting, restored on removal
 
 
 class ThreadJobTagger:
@@ -115,14 +120,19 @@ class ThreadJobTagger:
 
 
 def _add(applied: _AppliedTags) -> None:
-    if applied.sc._jsc is None:  # stopped from Python: its jobs cannot run, nothing to tag
+    sc = applied.sc
+    if sc._jsc is None:  # stopped from Python: its jobs cannot run, nothing to tag
         return
     for tag in applied.tags:
-        applied.sc.addJobTag(tag)
+        sc.addJobTag(tag)
+    applied.interrupt_before = sc.getLocalProperty(_INTERRUPT_ON_CANCEL)
+    sc.setInterruptOnCancel(True)
 
 
 def _remove(applied: _AppliedTags) -> None:
-    if applied.sc._jsc is None:  # the context was stopped meanwhile: nothing to untag
+    sc = applied.sc
+    if sc._jsc is None:  # the context was stopped meanwhile: nothing to untag
         return
     for tag in applied.tags:
-        applied.sc.removeJobTag(tag)
+        sc.removeJobTag(tag)
+    sc.setLocalProperty(_INTERRUPT_ON_CANCEL, applied.interrupt_before)  # type: ignore[arg-type]

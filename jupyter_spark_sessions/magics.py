@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -15,8 +16,13 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser
 from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 
+from .cell_tagging import first_line
 from .errors import ConfError, SparkSessionsError
+from .jobs import FINAL_STATES, GroupView
 from .registry import SessionInfo, SessionRegistry
+
+if TYPE_CHECKING:
+    from .panel import BoardPanel
 
 _UNSET = object()
 
@@ -89,6 +95,29 @@ def _build_parser() -> MagicArgumentParser:
         "sessions); only unregister it (adopted ones). Never stops the SparkContext.",
     )
     stop.add_argument("name", metavar="NAME")
+
+    jobs = add(
+        "jobs",
+        "Show the job board: one job group per cell execution, with its state, jobs and "
+        "task progress (of session NAME only, if given).",
+    )
+    jobs.add_argument("name", metavar="NAME", nargs="?")
+
+    cancel = add(
+        "cancel",
+        "Ask Spark to cancel job groups (ids as `jobs` shows them), every group of one "
+        "session, or every group; returns at once (`jobs` shows the outcome).",
+    )
+    cancel.add_argument("groups", metavar="GROUP_ID", nargs="*")
+    cancel.add_argument("--session", metavar="NAME", help="Cancel every job of session NAME.")
+    cancel.add_argument(
+        "--all", action="store_true", help="Cancel every job of every managed session."
+    )
+
+    add(
+        "panel",
+        "Show a live panel of sessions and job groups, with progress bars and Cancel buttons.",
+    )
     return parser
 
 
@@ -133,6 +162,29 @@ def _info_row(info: SessionInfo) -> list[object]:
 
 _LIST_HEADERS = ("name", "origin", "backend", "master", "session id", "running jobs", "directory")
 
+_JOBS_HEADERS = ("group", "state", "jobs", "tasks", "elapsed", "description")
+
+
+def _group_row(group: GroupView, now: float) -> list[object]:
+    tasks = group.tasks
+    done = tasks.completed + tasks.skipped
+    task_text = f"{done}/{tasks.total}"
+    if tasks.active:
+        task_text += f" ({tasks.active} running)"
+    if tasks.failed or tasks.killed:
+        task_text += f" ({tasks.failed} failed, {tasks.killed} killed)"
+    if group.tasks_still_running:
+        task_text += f" ({group.tasks_still_running} still stopping)"
+    elapsed = ""
+    if group.submitted_at is not None:
+        elapsed = f"{max(0.0, (group.completed_at or now) - group.submitted_at):.1f}s"
+    state = group.state + (
+        " (cell running)" if group.cell_running and group.state in FINAL_STATES else ""
+    )
+    running_jobs = sum(1 for j in group.jobs if j.running)
+    jobs = f"{len(group.jobs)}" + (f" ({running_jobs} running)" if running_jobs else "")
+    return [group.id, state, jobs, task_text, elapsed, group.description]
+
 
 @magics_class
 class SparkSessionMagics(Magics):
@@ -142,6 +194,7 @@ class SparkSessionMagics(Magics):
         super().__init__(shell)
         self.ip = shell  # self.shell is typed Optional by IPython
         self.registry = registry
+        self._panel: BoardPanel | None = None  # one panel per kernel, shown where asked
 
     @line_cell_magic
     def spark_session(self, line: str, cell: str | None = None) -> Any:
@@ -227,6 +280,46 @@ class SparkSessionMagics(Magics):
             del self.ip.user_ns["spark"]
             print("`spark` was that session and is now unbound.")
 
+    def _cmd_jobs(self, args: argparse.Namespace) -> None:
+        if args.name is not None:
+            self.registry.get(args.name)  # an unknown name is an error, not an empty table
+        snapshot = self.registry.board.snapshot()
+        groups = [g for g in snapshot.groups if args.name in (None, g.session)]
+        if snapshot.error:
+            print(snapshot.error)
+        if not groups:
+            where = f" in session '{args.name}'" if args.name else ""
+            print(f"No job groups{where} yet: run a cell that starts Spark jobs.")
+            return
+        print(format_table(_JOBS_HEADERS, [_group_row(g, time.time()) for g in groups]))
+
+    def _cmd_cancel(self, args: argparse.Namespace) -> None:
+        modes = sum([bool(args.groups), args.session is not None, args.all])
+        if modes != 1:
+            raise UsageError(
+                "Usage: %spark_session cancel GROUP_ID ... | --session NAME | --all "
+                "(exactly one of them)."
+            )
+        outcome = self.registry.board.request_cancel(
+            args.groups, session=args.session, everything=args.all
+        )
+        if outcome.cancelling:
+            print(
+                f"Cancel requested for {', '.join(outcome.cancelling)}: shown as 'cancelling' "
+                "until Spark reports the jobs ended (`%spark_session jobs`)."
+            )
+        for message in outcome.messages:
+            print(message)
+
+    def _cmd_panel(self, args: argparse.Namespace) -> None:
+        from IPython.display import display
+
+        from .panel import BoardPanel
+
+        if self._panel is None:
+            self._panel = BoardPanel(self.registry.board)
+        display(self._panel.widget)  # type: ignore[no-untyped-call]
+
     # -- cell magic ----------------------------------------------------------------------
 
     def _run_cell_in(self, line: str, cell: str) -> Any:
@@ -237,7 +330,7 @@ class SparkSessionMagics(Magics):
         session = self.registry.session(name)
         with (
             self._spark_bound_to(session),
-            self.registry.tagger.tagged(session.sparkContext, name, self.ip.execution_count),
+            self.registry.running_in(name, self.ip.execution_count, first_line(cell)),
         ):
             return self._execute(cell)
 

@@ -30,6 +30,7 @@ from .errors import (
     UnknownSessionError,
 )
 from .java_runtime import require_java
+from .jobs import BoardPoller, JobBoard
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -130,6 +131,10 @@ class SessionRegistry:
         self._stopped: set[str] = set()
         self._releases: dict[str, Release] = {}
         self._owned_context: SparkContext | None = None
+        #: Job groups of the registered sessions, kept current by ``board_poller``
+        #: (started with the first session).
+        self.board = JobBoard(self, self.config)
+        self.board_poller = BoardPoller(self.board)
 
     # -- queries -------------------------------------------------------------------
 
@@ -278,17 +283,25 @@ class SessionRegistry:
         with self._lock:
             self._sessions[name] = managed
             self._stopped.discard(name)
+        self.board_poller.start()
         return managed
 
     # -- job attribution -------------------------------------------------------------
 
     @contextmanager
-    def running_in(self, name: str, execution_count: int = 0) -> Iterator[SparkSession]:
+    def running_in(
+        self, name: str, execution_count: int = 0, description: str = ""
+    ) -> Iterator[SparkSession]:
         """Run a block as one job group of session ``name``: the jobs the current thread
-        starts inside it carry the session's and the group's tags."""
+        starts inside it carry the session's and the group's tags, and the job board
+        shows them as group ``name:execution_count`` described by ``description``."""
         session = self.session(name)
-        with self.tagger.tagged(session.sparkContext, name, execution_count):
-            yield session
+        self.board.cell_started(name, execution_count, description)
+        try:
+            with self.tagger.tagged(session.sparkContext, name, execution_count):
+                yield session
+        finally:
+            self.board.cell_finished(name, execution_count)
 
     # -- stop / shutdown ---------------------------------------------------------------
 
@@ -333,6 +346,7 @@ class SessionRegistry:
         Kept short: the kernel manager sends SIGTERM 2.5 s after a shutdown request. Temp
         views are not dropped one by one here, since they live in the kernel's JVM, which
         ends with the kernel."""
+        self.board_poller.stop()  # no more status reads from a JVM about to stop
         with self._lock:
             sessions = list(self._sessions.values())
             self._sessions.clear()

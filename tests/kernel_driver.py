@@ -8,6 +8,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty
@@ -78,6 +79,8 @@ class Kernel:
         self.client = self.manager.blocking_client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
+        #: Every IOPub message seen so far (comm traffic from background threads too).
+        self.iopub_log: list[dict[str, Any]] = []
 
     def execute(self, code: str, timeout: float = 300) -> CellResult:
         """Run one cell and wait until the kernel is idle again."""
@@ -96,6 +99,7 @@ class Kernel:
                 msg = self.client.get_iopub_msg(timeout=remaining)
             except Empty:
                 continue
+            self.iopub_log.append(msg)
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
@@ -133,6 +137,51 @@ class Kernel:
         """Evaluate an expression in the kernel and return its value, through JSON."""
         out = self.ok(f"import json as _json; print(_json.dumps({expression}))").stdout
         return json.loads(out.strip().splitlines()[-1])
+
+    def wait_for_iopub(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 60
+    ) -> dict[str, Any]:
+        """The first IOPub message (already seen, or arriving within ``timeout``) that
+        satisfies ``predicate``."""
+        for msg in self.iopub_log:
+            if predicate(msg):
+                return msg
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                msg = self.client.get_iopub_msg(timeout=remaining)
+            except Empty:
+                break
+            self.iopub_log.append(msg)
+            if predicate(msg):
+                return msg
+        raise TimeoutError(f"no matching IOPub message within {timeout} s")
+
+    def control(self, msg_type: str, content: Any, timeout: float = 10) -> dict[str, Any]:
+        """Send a message on the control channel and return its reply message."""
+        msg = self.client.session.msg(msg_type, content)
+        self.client.control_channel.send(msg)
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            reply: dict[str, Any] = self.client.control_channel.get_msg(timeout=remaining)
+            if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                return reply
+        raise TimeoutError(f"no {msg_type} reply within {timeout} s")
+
+    def create_subshell(self) -> str:
+        """A new kernel subshell (as JupyterLab >= 4.4 makes for comms); its id."""
+        reply = self.control("create_subshell_request", {})
+        subshell_id: str = reply["content"]["subshell_id"]
+        return subshell_id
+
+    def send_shell(self, msg_type: str, content: dict[str, Any], subshell_id: str = "") -> str:
+        """Send a shell message (on a subshell if given) without waiting; its msg_id."""
+        msg = self.client.session.msg(msg_type, content)
+        if subshell_id:
+            msg["header"]["subshell_id"] = subshell_id
+        self.client.shell_channel.send(msg)
+        msg_id: str = msg["header"]["msg_id"]
+        return msg_id
 
     def shutdown(self) -> None:
         """Ask the kernel to shut down (running its exit hooks) and wait for it."""

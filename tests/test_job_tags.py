@@ -33,6 +33,26 @@ class RecordingContext:
     def removeJobTag(self, tag: str) -> None:  # Spark's name
         self._mine().discard(tag)
 
+    # Thread-local properties, as SparkContext keeps them.
+    properties: dict[int, dict[str, str]]
+
+    def _props(self) -> dict[str, str]:
+        if not hasattr(self, "properties"):
+            self.properties = {}
+        return self.properties.setdefault(threading.get_ident(), {})
+
+    def getLocalProperty(self, key: str) -> str | None:
+        return self._props().get(key)
+
+    def setLocalProperty(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._props().pop(key, None)
+        else:
+            self._props()[key] = value
+
+    def setInterruptOnCancel(self, flag: bool) -> None:
+        self.setLocalProperty("spark.job.interruptOnCancel", str(flag).lower())
+
 
 def test_tags_carry_session_and_execution_count() -> None:
     assert session_tag("etl") == "jss:etl"
@@ -98,3 +118,18 @@ def test_tagged_block_removes_tags_when_it_raises() -> None:
     with pytest.raises(ValueError), tagger.tagged(sc, "a", 1):  # type: ignore[arg-type]
         raise ValueError("boom")
     assert sc._mine() == set()
+
+
+def test_tagged_cells_interrupt_running_tasks_on_cancel_and_restore_the_setting() -> None:
+    # RDD jobs leave running tasks alone on cancel unless interruptOnCancel is set.
+    sc = RecordingContext()
+    tagger = ThreadJobTagger()
+    sc.setLocalProperty("spark.job.interruptOnCancel", "false")  # the user's choice
+    tagger.push(sc, "a", 1)  # type: ignore[arg-type]
+    assert sc.getLocalProperty("spark.job.interruptOnCancel") == "true"
+    tagger.pop()
+    assert sc.getLocalProperty("spark.job.interruptOnCancel") == "false"
+    fresh = RecordingContext()
+    with tagger.tagged(fresh, "a", 2):  # type: ignore[arg-type]
+        assert fresh.getLocalProperty("spark.job.interruptOnCancel") == "true"
+    assert fresh.getLocalProperty("spark.job.interruptOnCancel") is None

@@ -31,8 +31,10 @@ def _probe(change):
     }}
     if _user_session is not None:
         report["user_session_works"] = _user_session.range(3).count() == 3
-    with open({path!r}, "w") as fh:
+    # Written whole or not at all: a kernel killed while writing leaves no half report.
+    with open({path!r} + ".tmp", "w") as fh:
         json.dump(report, fh)
+    os.replace({path!r} + ".tmp", {path!r})
 _watched_dirs = []
 _user_session = None
 get_ipython().observe(_probe, names="exit_now")

@@ -100,3 +100,55 @@ def test_a_conf_spark_refuses_is_a_conf_error(root: Any) -> None:
 
     with pytest.raises(ConfError, match="CANNOT_MODIFY"):
         classic.new_isolated_session(root, {"spark.executor.memory": "2g"})
+
+
+def test_owned_context_defaults_are_applied(root: Any) -> None:
+    conf = root.sparkContext.getConf()
+    for key, value in classic.OWNED_CONTEXT_DEFAULTS.items():
+        assert conf.get(key) == value, key
+
+
+def test_job_status_reader_reads_jobs_stages_and_counts(root: Any) -> None:
+    import threading
+
+    from pyspark import InheritableThread
+
+    sc = root.sparkContext
+    reader = classic.JobStatusReader(sc)
+    before = reader.total_jobs()
+    started = threading.Event()
+
+    def run() -> None:
+        sc.addJobTag("reader-probe")
+        started.set()
+        try:
+            sc.parallelize(range(2), 2).map(lambda x: time.sleep(3) or x).count()
+        finally:
+            sc.removeJobTag("reader-probe")
+
+    thread = InheritableThread(target=run)
+    thread.start()
+    started.wait(10)
+    deadline = time.monotonic() + 20
+    running: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        running = [j for j in reader.running_jobs() if "reader-probe" in j.get("jobTags", [])]
+        if running:
+            break
+        time.sleep(0.05)
+    assert len(running) == 1 and running[0]["status"] == "RUNNING"
+    assert running[0]["numTasks"] == 2
+    job_id = running[0]["jobId"]
+    assert reader.total_jobs() == job_id + 1 > before
+    stage_id = running[0]["stageIds"][0]
+    deadline = time.monotonic() + 20
+    while stage_id not in reader.active_stage_ids() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stage = reader.stage(stage_id)
+    assert stage is not None and stage["stageId"] == stage_id and stage["numTasks"] == 2
+    thread.join(60)
+    ended = reader.job(job_id)
+    assert ended is not None and ended["status"] == "SUCCEEDED"
+    assert ended["numCompletedTasks"] == 2
+    assert reader.job(10**6) is None
+    assert reader.stage(10**6) is None

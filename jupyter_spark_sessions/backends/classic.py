@@ -8,6 +8,7 @@ See FINDINGS.md for why the public alternatives do not do the job.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -57,7 +58,7 @@ def start_context(master: str, app_name: str, conf: Mapping[str, str]) -> SparkS
     # and the user's packages; an explicit setting by the user wins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in conf.items():
+    for key, value in {**OWNED_CONTEXT_DEFAULTS, **conf}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
@@ -185,3 +186,76 @@ def require_session(obj: Any, what: str) -> SparkSession:
             f"{what} is a Spark Connect session, which this version does not manage yet."
         )
     raise NotASparkSessionError(f"{what} is a {kind}, not a SparkSession.")
+
+
+#: Settings for a SparkContext this project starts (the user's context_conf wins):
+#: free executor slots soon after a cancel, keep the status store current for the job
+#: board, and leave progress display to the board's views instead of the cell's stderr.
+OWNED_CONTEXT_DEFAULTS = {
+    # PySpark waits this long for a killed task's Python worker to exit (default 2s).
+    "spark.python.task.killTimeout": "0s",
+    # Write every status event to the store: with the 100ms default, the last task
+    # events of a burst can stay unwritten until the next executor heartbeat (10s).
+    "spark.ui.liveUpdate.period": "0ms",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+class JobStatusReader:
+    """Reads Spark's job status store in a few py4j round trips per poll.
+
+    The store (``sc.statusStore()``, private) has the job tags and task counts that the
+    public status tracker lacks. Whole lists are serialized to JSON on the JVM side with
+    the Jackson that Spark ships: one py4j reply instead of one round trip per field.
+    Create it in, and call it from, one thread (py4j gives each Python thread its own
+    connection; the first call on a thread pays for opening it).
+    """
+
+    def __init__(self, sc: SparkContext) -> None:
+        jvm = sc._jvm  # private
+        assert jvm is not None
+        jsc = sc._jsc.sc()  # private
+        self._store = jsc.statusStore()  # private[spark]
+        self._scheduler = jsc.dagScheduler()  # private[spark]
+        self._tracker = jsc.statusTracker()
+        mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+        scala_module = getattr(jvm.com.fasterxml.jackson.module.scala, "DefaultScalaModule$")
+        mapper.registerModule(getattr(scala_module, "MODULE$"))
+        # Leave out empty and null fields: replies over 8 KiB cost py4j ~44 ms.
+        mapper.setSerializationInclusion(
+            jvm.com.fasterxml.jackson.annotation.JsonInclude.Include.NON_EMPTY
+        )
+        self._mapper = mapper
+        self._running = jvm.java.util.ArrayList()
+        self._running.add(jvm.org.apache.spark.JobExecutionStatus.RUNNING)
+
+    def total_jobs(self) -> int:
+        """How many jobs the context has submitted so far (job ids are 0..n-1)."""
+        return int(self._scheduler.numTotalJobs())
+
+    def running_jobs(self) -> list[dict[str, Any]]:
+        """Spark's ``JobData`` of every running job, as dicts."""
+        text = self._mapper.writeValueAsString(self._store.jobsList(self._running))
+        jobs: list[dict[str, Any]] = json.loads(text)
+        return jobs
+
+    def job(self, job_id: int) -> dict[str, Any] | None:
+        """Spark's ``JobData`` of one job; None when the store no longer has it."""
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            data = self._store.job(job_id)
+        except Py4JJavaError:  # NoSuchElementException: evicted (spark.ui.retainedJobs)
+            return None
+        job: dict[str, Any] = json.loads(self._mapper.writeValueAsString(data))
+        return job
+
+    def active_stage_ids(self) -> list[int]:
+        """Ids of the stages running now."""
+        return [int(i) for i in self._tracker.getActiveStageIds()]
+
+    def stage(self, stage_id: int) -> dict[str, Any] | None:
+        """Task counts of one stage (``SparkStageInfo``); None when unknown."""
+        text = self._mapper.writeValueAsString(self._tracker.getStageInfo(stage_id))
+        stage: dict[str, Any] | None = json.loads(text)
+        return stage

@@ -1,0 +1,44 @@
+"""The only module that touches ipykernel internals (not part of its documented API).
+
+Each use has one wrapper here; ``tests/test_private_apis.py`` checks each against the
+installed ipykernel so that an upgrade that changes one fails loudly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ControlHandler = Callable[[Any, Any, dict[str, Any]], None]
+
+
+def add_control_handler(kernel: Any, msg_type: str, handler: ControlHandler) -> None:
+    """Handle messages of ``msg_type`` on the kernel's control channel: served by the
+    control thread, so they are answered while the main shell runs a cell."""
+    handlers = getattr(kernel, "control_handlers", None)
+    if not isinstance(handlers, dict):
+        raise RuntimeError("this ipykernel has no control_handlers table")
+    handlers[msg_type] = handler
+
+
+def send_control_reply(
+    kernel: Any, stream: Any, msg_type: str, content: dict[str, Any], parent: Any, ident: Any
+) -> None:
+    """Reply to a control message from inside its handler."""
+    kernel.session.send(stream, msg_type, content, parent, ident)
+
+
+def route_comm_messages_to_sender(comm: Any) -> None:
+    """Handle a comm's incoming messages on the subshell the frontend sent them on.
+
+    ipykernel 7 routes them to the subshell that last *published* on the comm: for a
+    comm updated from a background thread or created in a main-shell cell, the main
+    shell, i.e. only after the running cell ends. JupyterLab >= 4.4 sends comm messages
+    on a subshell precisely so that they can run while the main shell is busy."""
+    if not hasattr(comm, "_reply_subshell_for"):
+        raise RuntimeError("this ipykernel's comms have no _reply_subshell_for router")
+
+    def sender_subshell(data: Any, default: str | None) -> str | None:
+        return default  # the subshell id of the incoming message's header
+
+    comm._reply_subshell_for = sender_subshell

@@ -1,0 +1,141 @@
+"""The versioned request/reply protocol shared by every channel that reaches the kernel:
+the control-channel message type, the comm, and (later) the server's REST relay.
+
+Documented in docs/protocol.md; change both together, and bump ``PROTOCOL_VERSION`` for
+any change a client could notice. Parsing is strict: anything malformed is a
+``ProtocolError``, which the channel turns into an error reply, and nothing happens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PROTOCOL_VERSION = 1
+#: Kernel message types on the control channel (``kernel.sendControlMessage``).
+CONTROL_REQUEST = "spark_sessions_request"
+CONTROL_REPLY = "spark_sessions_reply"
+#: Comm target name a frontend opens to receive board updates and send requests.
+COMM_TARGET = "jupyter_spark_sessions"
+
+_MAX_ID = 256  # characters in a request id, group id or session name
+_MAX_GROUPS = 1000  # group ids in one cancel request
+
+
+class ProtocolError(Exception):
+    """A request that does not follow the protocol; ``code`` is machine-readable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Request:
+    """A valid request. ``action`` is one of ``ACTIONS``; the other fields are set only
+    for the actions that take them."""
+
+    action: str
+    request_id: str | None = None
+    groups: tuple[str, ...] = ()
+    session: str | None = None
+    all: bool = False
+    comm_id: str | None = None
+
+
+# action -> the fields it accepts besides version, action and request_id
+ACTIONS: dict[str, frozenset[str]] = {
+    "list": frozenset(),
+    "cancel": frozenset({"groups", "session", "all"}),
+    "subscribe": frozenset({"comm_id"}),
+    "unsubscribe": frozenset({"comm_id"}),
+}
+
+
+def parse_request(message: Any) -> Request:
+    """Validate a request (a JSON object); ProtocolError says what is wrong."""
+    if not isinstance(message, dict):
+        raise ProtocolError("bad_request", "A request must be a JSON object.")
+    version = message.get("version")
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(
+            "unsupported_version",
+            f"Unsupported protocol version {version!r}: this kernel speaks version "
+            f"{PROTOCOL_VERSION}.",
+        )
+    request_id = message.get("request_id")
+    if request_id is not None:
+        _check_text(request_id, "request_id")
+    action = message.get("action")
+    if not isinstance(action, str) or action not in ACTIONS:
+        raise ProtocolError(
+            "unknown_action",
+            f"Unknown action {action!r}; expected one of: {', '.join(ACTIONS)}.",
+        )
+    extra = set(message) - {"version", "action", "request_id"} - ACTIONS[action]
+    if extra:
+        raise ProtocolError(
+            "bad_request", f"Unexpected field(s) for {action!r}: {', '.join(sorted(extra))}."
+        )
+    if action == "cancel":
+        return _parse_cancel(message, request_id)
+    comm_id = message.get("comm_id")
+    if comm_id is not None:
+        _check_text(comm_id, "comm_id")
+    return Request(action=action, request_id=request_id, comm_id=comm_id)
+
+
+def _parse_cancel(message: dict[str, Any], request_id: str | None) -> Request:
+    given = [key for key in ("groups", "session", "all") if key in message]
+    if len(given) != 1:
+        raise ProtocolError(
+            "bad_request", "A cancel request takes exactly one of: groups, session, all."
+        )
+    if "all" in message:
+        if message["all"] is not True:
+            raise ProtocolError("bad_request", "'all' must be true.")
+        return Request(action="cancel", request_id=request_id, all=True)
+    if "session" in message:
+        _check_text(message["session"], "session")
+        return Request(action="cancel", request_id=request_id, session=message["session"])
+    groups = message["groups"]
+    if not isinstance(groups, list) or not groups or len(groups) > _MAX_GROUPS:
+        raise ProtocolError(
+            "bad_request", f"'groups' must be a list of 1 to {_MAX_GROUPS} group ids."
+        )
+    for group in groups:
+        _check_text(group, "each group id")
+    return Request(action="cancel", request_id=request_id, groups=tuple(groups))
+
+
+def _check_text(value: Any, what: str) -> None:
+    if not isinstance(value, str) or not value or len(value) > _MAX_ID:
+        raise ProtocolError("bad_request", f"{what} must be a string of 1 to {_MAX_ID} chars.")
+
+
+def ok_reply(request: Request, **fields: Any) -> dict[str, Any]:
+    """A success reply to ``request`` carrying ``fields``."""
+    return {
+        "version": PROTOCOL_VERSION,
+        "request_id": request.request_id,
+        "action": request.action,
+        "status": "ok",
+        **fields,
+    }
+
+
+def error_reply(message: Any, code: str, text: str) -> dict[str, Any]:
+    """An error reply; echoes the request id when the request had a usable one."""
+    request_id = message.get("request_id") if isinstance(message, dict) else None
+    return {
+        "version": PROTOCOL_VERSION,
+        "request_id": request_id if isinstance(request_id, str) else None,
+        "status": "error",
+        "error": {"code": code, "message": text},
+    }
+
+
+def board_update(board: dict[str, Any]) -> dict[str, Any]:
+    """The message pushed on a subscribed comm when the board changes."""
+    return {"version": PROTOCOL_VERSION, "type": "board", "board": board}

@@ -1,0 +1,49 @@
+"""The ipykernel internals ``ipykernel_internals`` relies on, checked against the
+installed ipykernel: an upgrade that changes one fails here, naming it."""
+
+from __future__ import annotations
+
+import inspect
+
+from ipykernel.comm.comm import BaseComm
+from ipykernel.kernelbase import Kernel
+
+from jupyter_spark_sessions import ipykernel_internals
+
+
+def test_kernel_dispatches_control_messages_through_control_handlers() -> None:
+    # process_control looks the handler up in this table by message type.
+    assert "self.control_handlers.get(msg_type" in inspect.getsource(Kernel.process_control)
+    assert "self.control_handlers = {}" in inspect.getsource(Kernel.__init__)
+
+
+def test_shell_router_asks_the_comm_where_its_messages_go() -> None:
+    source = inspect.getsource(Kernel.shell_channel_thread_main)
+    assert "_reply_subshell_for" in source
+    params = list(inspect.signature(BaseComm._reply_subshell_for).parameters)
+    assert params == ["self", "data", "default"]
+
+
+class _Comm:
+    def _reply_subshell_for(self, data: object, default: str | None) -> str | None:
+        return "main-shell"
+
+
+def test_route_comm_messages_to_sender_answers_with_the_incoming_subshell() -> None:
+    comm = _Comm()
+    ipykernel_internals.route_comm_messages_to_sender(comm)
+    assert comm._reply_subshell_for({"x": 1}, "subshell-7") == "subshell-7"
+    assert comm._reply_subshell_for(None, None) is None
+
+
+def test_add_control_handler_fills_the_table() -> None:
+    class FakeKernel:
+        def __init__(self) -> None:
+            self.control_handlers: dict[str, object] = {}
+
+    def handler(stream: object, ident: object, parent: dict[str, object]) -> None:
+        pass
+
+    kernel = FakeKernel()
+    ipykernel_internals.add_control_handler(kernel, "x_request", handler)
+    assert kernel.control_handlers["x_request"] is handler

@@ -1,0 +1,213 @@
+"""Pure logic of the job board: parsing Spark's job data, observed group states, cancel
+requests, retention and listeners. Spark's data is given as the JSON its status store
+produces (the kernel tests prove the real thing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from jupyter_spark_sessions.config import SparkSessionsConfig
+from jupyter_spark_sessions.errors import UnknownGroupError, UnknownSessionError
+from jupyter_spark_sessions.jobs import (
+    BoardSnapshot,
+    JobBoard,
+    group_key,
+    group_state,
+    parse_job,
+)
+
+
+def job_data(
+    job_id: int,
+    status: str = "RUNNING",
+    tags: tuple[str, ...] = ("jss:a", "jss:a:3"),
+    submitted: int = 1_000_000,
+    **counts: Any,
+) -> dict[str, Any]:
+    data = {
+        "jobId": job_id,
+        "name": f"job {job_id}",
+        "status": status,
+        "submissionTime": submitted,
+        "stageIds": [job_id * 10],
+        "jobTags": list(tags),
+        "numTasks": 4,
+    }
+    data.update(counts)
+    return data
+
+
+@dataclass
+class _Managed:
+    name: str
+
+    @property
+    def cancel_tags(self) -> tuple[str, str]:
+        return f"spark-session-{self.name}", f"jss:{self.name}"
+
+
+class FakeRegistry:
+    def __init__(self, *names: str) -> None:
+        self._names = list(names)
+
+    def names(self) -> list[str]:
+        return list(self._names)
+
+    def get(self, name: str) -> _Managed:
+        if name not in self._names:
+            raise UnknownSessionError(f"No session named '{name}'.")
+        return _Managed(name)
+
+
+def make_board(*names: str, retained: int = 50) -> JobBoard:
+    return JobBoard(FakeRegistry(*names), SparkSessionsConfig(retained_groups=retained))  # type: ignore[arg-type]
+
+
+def feed(board: JobBoard, *jobs: dict[str, Any]) -> BoardSnapshot:
+    keys = {d["jobId"]: k for d in jobs if (k := group_key(d)) is not None}
+    return board.update([parse_job(d) for d in jobs if d["jobId"] in keys], keys, 0, [])
+
+
+def test_parse_job_reads_counts_times_and_kill_reasons() -> None:
+    job = parse_job(
+        job_data(
+            7,
+            "FAILED",
+            numActiveTasks=1,
+            numKilledTasks=2,
+            completionTime=1_500_000,
+            killedTasksSummary={"Stage cancelled: x": 2},
+        )
+    )
+    assert (job.id, job.status, job.running) == (7, "FAILED", False)
+    assert job.tasks.total == 4 and job.tasks.active == 1 and job.tasks.killed == 2
+    assert job.submitted_at == 1000.0 and job.completed_at == 1500.0
+    assert job.kill_reasons == ("Stage cancelled: x",)
+
+
+def test_group_key_comes_from_this_projects_group_tag_only() -> None:
+    assert group_key(job_data(1, tags=("spark-session-u", "jss:a", "jss:a:12"))) == ("a", 12)
+    assert group_key(job_data(1, tags=("jss:a",))) is None
+    assert group_key(job_data(1, tags=("user-tag",))) is None
+
+
+@pytest.mark.parametrize(
+    ("statuses", "cancel_ids", "kill_reasons", "expected"),
+    [
+        (["RUNNING"], set(), {}, "running"),
+        (["SUCCEEDED", "RUNNING"], {2}, {}, "cancelling"),
+        (["RUNNING", "RUNNING"], {1}, {}, "running"),  # job 2 was not aimed at
+        (["SUCCEEDED", "SUCCEEDED"], set(), {}, "succeeded"),
+        (["SUCCEEDED", "FAILED"], set(), {}, "failed"),
+        (["SUCCEEDED", "FAILED"], {2}, {}, "cancelled"),
+        (["FAILED"], set(), {"Stage cancelled: job cancelled": 1}, "cancelled"),  # Interrupt
+    ],
+)
+def test_group_state_is_observed_from_spark(
+    statuses: list[str], cancel_ids: set[int], kill_reasons: dict[str, int], expected: str
+) -> None:
+    jobs = [
+        parse_job(job_data(i, s, submitted=2_000_000, killedTasksSummary=kill_reasons))
+        for i, s in enumerate(statuses, start=1)
+    ]
+    assert group_state(jobs, frozenset(cancel_ids)) == expected
+
+
+def test_a_cancel_covers_jobs_submitted_before_it_that_the_board_had_not_seen() -> None:
+    early = parse_job(job_data(1, "FAILED", submitted=1_000_000))
+    late = parse_job(job_data(2, "RUNNING", submitted=3_000_000))
+    assert group_state([early], frozenset(), cancel_requested_at=2000.0) == "cancelled"
+    assert group_state([late], frozenset(), cancel_requested_at=2000.0) == "running"
+
+
+def test_cancel_is_a_request_the_final_state_comes_from_spark() -> None:
+    board = make_board("a", "b")
+    feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))
+    outcome = board.request_cancel(["a:3"])
+    assert outcome.cancelling == ("a:3",)
+    assert board.snapshot().group("a:3").state == "cancelling"  # type: ignore[union-attr]
+    assert board.snapshot().group("b:4").state == "running"  # type: ignore[union-attr]
+    assert board.take_pending_cancels() == [("a", ("jss:a:3",))]
+    assert board.take_pending_cancels() == []
+    # Spark has not ended the job yet: still cancelling, not cancelled.
+    feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))
+    assert board.snapshot().group("a:3").state == "cancelling"  # type: ignore[union-attr]
+    # Spark reports the end; a task is still winding down on the executor.
+    snap = feed(
+        board, job_data(1, "FAILED", numActiveTasks=1), job_data(2, tags=("jss:b", "jss:b:4"))
+    )
+    group = snap.group("a:3")
+    assert group is not None and group.state == "cancelled" and group.tasks_still_running == 1
+    assert board.settling_job_ids() == [1]
+    group = feed(board, job_data(1, "FAILED")).group("a:3")
+    assert group is not None and group.tasks_still_running == 0
+
+
+def test_cancel_errors_change_nothing() -> None:
+    board = make_board("a")
+    feed(board, job_data(1))
+    with pytest.raises(UnknownGroupError, match="No job group 'a:9' on the board"):
+        board.request_cancel(["a:3", "a:9"])
+    with pytest.raises(UnknownSessionError):
+        board.request_cancel(session="nope")
+    assert board.take_pending_cancels() == []
+    assert board.snapshot().group("a:3").state == "running"  # type: ignore[union-attr]
+
+
+def test_cancelling_a_finished_group_is_a_no_op_with_a_message() -> None:
+    board = make_board("a")
+    feed(board, job_data(1, "SUCCEEDED"))
+    outcome = board.request_cancel(["a:3"])
+    assert outcome.cancelling == ()
+    assert outcome.messages == ("Group a:3 has no running job (succeeded).",)
+    assert board.take_pending_cancels() == []
+
+
+def test_cancel_of_a_session_uses_its_tags_and_spares_others() -> None:
+    board = make_board("a", "b")
+    feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))
+    outcome = board.request_cancel(session="a")
+    assert outcome.cancelling == ("a:3",)
+    assert board.take_pending_cancels() == [("a", ("spark-session-a", "jss:a"))]
+    everything = board.request_cancel(everything=True)
+    assert set(everything.cancelling) == {"a:3", "b:4"}
+
+
+def test_finished_groups_are_kept_up_to_the_bound() -> None:
+    board = make_board("a", retained=2)
+    for n in range(1, 5):
+        feed(board, job_data(n, "SUCCEEDED", tags=("jss:a", f"jss:a:{n}")))
+    snap = feed(board, job_data(9, tags=("jss:a", "jss:a:9")))
+    assert [g.id for g in snap.groups] == ["a:3", "a:4", "a:9"]
+
+
+def test_cells_without_jobs_leave_no_group_and_running_cells_are_flagged() -> None:
+    board = make_board("a")
+    board.cell_started("a", 5, "df.count()")
+    assert board.busy()
+    snap = feed(board, job_data(1, "SUCCEEDED", tags=("jss:a", "jss:a:5")))
+    group = snap.group("a:5")
+    assert group is not None and group.cell_running and group.description == "df.count()"
+    assert not group.finished
+    board.cell_finished("a", 5)
+    board.cell_started("a", 6, "print(1)")
+    board.cell_finished("a", 6)
+    snap = feed(board)
+    assert [g.id for g in snap.groups] == ["a:5"] and snap.groups[0].finished
+
+
+def test_listeners_hear_changes_once_and_fresh_ones_at_once() -> None:
+    board = make_board("a")
+    heard: list[int] = []
+    board.subscribe(lambda s: heard.append(len(s.groups)))
+    feed(board)  # a fresh listener gets the first snapshot even without a change
+    feed(board)  # nothing changed: not called
+    feed(board, job_data(1))
+    assert heard == [0, 1]
+    unsubscribe = board.subscribe(lambda s: 1 / 0)  # a broken listener
+    feed(board, job_data(1, "SUCCEEDED"))
+    assert heard == [0, 1, 1]
+    unsubscribe()

@@ -1,0 +1,315 @@
+"""The job board and cancel, through a real kernel (jupyter_client) on a real JVM:
+control-channel requests answered while a cell is busy, cancel that reaches only the
+group it names, the comm pushes, and the protocol's error replies."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from jupyter_spark_sessions.protocol import COMM_TARGET, CONTROL_REQUEST
+from kernel_driver import Kernel
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+# One task sleeping 2 x 120 s: minutes in total, far longer than any test waits.
+LONG_CELL = """
+from pyspark.sql.functions import udf
+
+@udf("long")
+def _sleepy(x):
+    import time
+    time.sleep(120)
+    return x
+
+spark.range(0, 2, 1, 1).select(_sleepy("id")).collect()
+"""
+
+
+def request(kernel: Kernel, content: Any, timeout: float = 10) -> tuple[dict[str, Any], float]:
+    """Send one protocol request on the control channel: (reply content, seconds)."""
+    start = time.perf_counter()
+    reply = kernel.control(CONTROL_REQUEST, content, timeout)
+    return reply["content"], time.perf_counter() - start
+
+
+def board(kernel: Kernel) -> dict[str, Any]:
+    reply, _ = request(kernel, {"version": 1, "action": "list"})
+    assert reply["status"] == "ok", reply
+    return dict(reply["board"])
+
+
+def wait_for_group(
+    kernel: Kernel, found: Callable[[dict[str, Any]], bool], timeout: float = 60
+) -> dict[str, Any]:
+    """Poll the board over the control channel until a group satisfies ``found``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for group in board(kernel)["groups"]:
+            if found(group):
+                return group
+        time.sleep(0.2)
+    raise AssertionError(f"no such group within {timeout} s: {board(kernel)['groups']}")
+
+
+@pytest.fixture(scope="module")
+def sessions(kernel: Kernel) -> Kernel:
+    kernel.ok("%spark_session create a\n%spark_session create b")
+    return kernel
+
+
+def start_background_job_in_b(kernel: Kernel, seconds_per_row: float) -> None:
+    """Session b runs an RDD job (10 rows, one task) in an InheritableThread, which
+    keeps b's cell tags; ``b_result`` gets its sum (45) when it ends."""
+    kernel.ok(
+        "%%spark_session b\n"
+        "from pyspark import InheritableThread\n"
+        "b_result = {}\n"
+        "def _slow_row(x):\n"
+        "    import time\n"
+        f"    time.sleep({seconds_per_row})\n"
+        "    return x\n"
+        "def _run_b(session=spark):  # `spark` is b only while this cell runs\n"
+        "    try:\n"
+        "        b_result['sum'] = session.sparkContext.parallelize(range(10), 1)"
+        ".map(_slow_row).sum()\n"
+        "    except Exception as exc:\n"
+        "        b_result['error'] = str(exc)[:300]\n"
+        "b_thread = InheritableThread(target=_run_b)\n"
+        "b_thread.start()\n"
+    )
+
+
+def test_control_request_cancels_busy_cell_and_spares_other_session(sessions: Kernel) -> None:
+    kernel = sessions
+    start_background_job_in_b(kernel, seconds_per_row=2)
+    b_group = wait_for_group(kernel, lambda g: g["session"] == "b" and g["state"] == "running")
+    kernel.ok("%spark_session use a")
+    busy = kernel.client.execute(LONG_CELL)
+
+    # While the cell is busy, the board lists a's group with its task progress.
+    group = wait_for_group(
+        kernel,
+        lambda g: g["session"] == "a" and g["state"] == "running" and g["tasks"]["active"] > 0,
+    )
+    assert group["cell_running"] is True
+    assert group["description"] == "from pyspark.sql.functions import udf"
+    assert group["tasks"]["total"] == 1 and len(group["jobs"]) == 1
+    job = group["jobs"][0]
+    assert job["status"] == "RUNNING", job
+    assert [s["tasks"]["active"] for s in job["stages"]] == [1], job
+    _, list_seconds = request(kernel, {"version": 1, "action": "list"})
+    assert list_seconds < 1.0
+    b_now = next(g for g in board(kernel)["groups"] if g["id"] == b_group["id"])
+    assert b_now["state"] == "running", "b's job must still run during the cancel"
+
+    reply, cancel_seconds = request(
+        kernel, {"version": 1, "action": "cancel", "groups": [group["id"]], "request_id": "r1"}
+    )
+    assert reply["status"] == "ok" and reply["request_id"] == "r1", reply
+    assert reply["cancelling"] == [group["id"]]
+    assert cancel_seconds < 1.0, f"cancel took {cancel_seconds:.3f} s"
+    state_now = next(g for g in board(kernel)["groups"] if g["id"] == group["id"])["state"]
+    assert state_now in ("cancelling", "cancelled")
+
+    started = time.monotonic()
+    result = kernel.collect(busy, timeout=60)
+    assert result.status == "error"
+    assert "SPARK_JOB_CANCELLED" in result.error_value + "".join(result.traceback)
+    assert time.monotonic() - started < 15
+
+    ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
+    assert ended["cancel_requested_at"] is not None
+    assert ended["jobs"][0]["status"] == "FAILED"
+    # Slots free again (the Python worker of the killed task has exited).
+    wait_for_group(
+        kernel, lambda g: g["id"] == group["id"] and g["tasks_still_running"] == 0, timeout=30
+    )
+
+    kernel.ok("b_thread.join(120)")
+    assert kernel.value("b_result") == {"sum": 45}
+    b_done = wait_for_group(kernel, lambda g: g["id"] == b_group["id"] and g["state"] != "running")
+    assert b_done["state"] == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [
+        ('["not", "an", "object"]', "bad_request"),  # JSON text: jupyter_client sends it as is
+        ('"just a string"', "bad_request"),
+        ({"action": "list"}, "unsupported_version"),
+        ({"version": 99, "action": "list"}, "unsupported_version"),
+        ({"version": 1, "action": "explode"}, "unknown_action"),
+        ({"version": 1}, "unknown_action"),
+        ({"version": 1, "action": "list", "extra": 1}, "bad_request"),
+        ({"version": 1, "action": "cancel"}, "bad_request"),
+        ({"version": 1, "action": "cancel", "groups": []}, "bad_request"),
+        ({"version": 1, "action": "cancel", "groups": [5]}, "bad_request"),
+        ({"version": 1, "action": "cancel", "groups": ["a:1"], "all": True}, "bad_request"),
+        ({"version": 1, "action": "cancel", "all": False}, "bad_request"),
+        ({"version": 1, "action": "cancel", "groups": ["nope:1"]}, "unknown_group"),
+        ({"version": 1, "action": "cancel", "session": "nope"}, "unknown_session"),
+        ({"version": 1, "action": "subscribe"}, "bad_request"),
+        ({"version": 1, "action": "subscribe", "comm_id": "missing"}, "unknown_comm"),
+    ],
+)
+def test_malformed_requests_get_error_replies(sessions: Kernel, content: Any, code: str) -> None:
+    before = board(sessions)
+    reply, seconds = request(sessions, content)
+    assert reply["status"] == "error", reply
+    assert reply["error"]["code"] == code, reply
+    assert reply["error"]["message"] and "\n" not in reply["error"]["message"]
+    assert seconds < 1.0
+    after = board(sessions)
+    assert [g["state"] for g in after["groups"]] == [g["state"] for g in before["groups"]]
+
+
+def test_board_and_kernel_keep_working_after_bad_requests(sessions: Kernel) -> None:
+    for content in ({"version": 1, "action": "x"}, "[1, 2]", {"version": 1, "action": "list"}):
+        request(sessions, content)
+    sessions.ok("%spark_session use a")
+    count = sessions.value("get_ipython().execution_count") + 1  # the next cell's number
+    sessions.ok("n_rows = spark.range(7).count()")
+    assert sessions.value("n_rows") == 7
+    group = wait_for_group(sessions, lambda g: g["id"] == f"a:{count}" and g["state"] != "running")
+    assert (
+        group["state"] == "succeeded" and group["description"] == "n_rows = spark.range(7).count()"
+    )
+
+
+def test_jobs_and_cancel_magics(sessions: Kernel) -> None:
+    kernel = sessions
+    start_background_job_in_b(kernel, seconds_per_row=30)
+    group = wait_for_group(kernel, lambda g: g["session"] == "b" and g["state"] == "running")
+    table = kernel.ok("%spark_session jobs b").stdout
+    assert group["id"] in table and "running" in table
+
+    out = kernel.ok(f"%spark_session cancel {group['id']}").stdout
+    assert f"Cancel requested for {group['id']}" in out
+    kernel.ok("b_thread.join(60)")
+    assert "SPARK_JOB_CANCELLED" in kernel.value("b_result")["error"]
+    wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
+    assert "cancelled" in kernel.ok("%spark_session jobs").stdout
+
+    finished = kernel.ok(f"%spark_session cancel {group['id']}").stdout
+    assert f"Group {group['id']} has no running job (cancelled)." in finished
+    for bad, message in [
+        ("cancel nope:3", "No job group 'nope:3' on the board"),
+        ("cancel", "exactly one of them"),
+        ("cancel a:1 --all", "exactly one of them"),
+        ("cancel --session nope", "No session named 'nope'"),
+        ("jobs nope", "No session named 'nope'"),
+    ]:
+        result = kernel.execute(f"%spark_session {bad}")
+        assert message in result.usage_error, (bad, result.stderr)
+
+
+def test_comm_pushes_updates_and_takes_requests_on_a_subshell(sessions: Kernel) -> None:
+    kernel = sessions
+    comm_id = uuid.uuid4().hex
+    kernel.send_shell(
+        "comm_open",
+        {
+            "comm_id": comm_id,
+            "target_name": COMM_TARGET,
+            "data": {"version": 1, "action": "subscribe", "request_id": "s1"},
+        },
+    )
+
+    def on_comm(msg: dict[str, Any], kind: str) -> bool:
+        content = msg["content"]
+        return (
+            msg["msg_type"] == "comm_msg"
+            and content.get("comm_id") == comm_id
+            and content["data"].get("type") == kind
+        )
+
+    subscribed = kernel.wait_for_iopub(lambda m: on_comm(m, "reply"))
+    assert subscribed["content"]["data"]["status"] == "ok"
+
+    kernel.ok("%spark_session use a")
+    busy = kernel.client.execute(LONG_CELL)
+
+    def pushed_running(msg: dict[str, Any]) -> bool:
+        if not on_comm(msg, "board"):
+            return False
+        groups = msg["content"]["data"]["board"]["groups"]
+        return any(g["session"] == "a" and g["state"] == "running" for g in groups)
+
+    push = kernel.wait_for_iopub(pushed_running)
+    group = next(
+        g
+        for g in push["content"]["data"]["board"]["groups"]
+        if g["session"] == "a" and g["state"] == "running"
+    )
+
+    # JupyterLab sends comm messages on a subshell: handled while the main shell is busy.
+    subshell = kernel.create_subshell()
+    kernel.send_shell(
+        "comm_msg",
+        {
+            "comm_id": comm_id,
+            "data": {"version": 1, "action": "cancel", "groups": [group["id"]], "request_id": "c1"},
+        },
+        subshell_id=subshell,
+    )
+    replied = kernel.wait_for_iopub(
+        lambda m: on_comm(m, "reply") and m["content"]["data"].get("request_id") == "c1",
+        timeout=10,
+    )
+    assert replied["content"]["data"]["cancelling"] == [group["id"]]
+    result = kernel.collect(busy, timeout=60)
+    assert "SPARK_JOB_CANCELLED" in result.error_value + "".join(result.traceback)
+    kernel.wait_for_iopub(
+        lambda m: (
+            on_comm(m, "board")
+            and any(
+                g["id"] == group["id"] and g["state"] == "cancelled"
+                for g in m["content"]["data"]["board"]["groups"]
+            )
+        ),
+        timeout=30,
+    )
+
+
+def test_panel_cancel_click_on_a_subshell_cancels_while_the_cell_is_busy(
+    sessions: Kernel,
+) -> None:
+    kernel = sessions
+    kernel.ok("%spark_session panel")
+    kernel.ok("%spark_session use a")
+    busy = kernel.client.execute(LONG_CELL)
+    group = wait_for_group(kernel, lambda g: g["session"] == "a" and g["state"] == "running")
+
+    def widget_state(msg: dict[str, Any]) -> dict[str, Any]:
+        if msg["msg_type"] not in ("comm_open", "comm_msg"):
+            return {}
+        data = msg["content"].get("data") or {}
+        return dict(data.get("state") or {})
+
+    tooltip = f"Cancel job group {group['id']}"
+    button = kernel.wait_for_iopub(lambda m: widget_state(m).get("tooltip") == tooltip)
+    assert button["msg_type"] == "comm_open"
+    assert widget_state(button)["disabled"] is False
+
+    # What JupyterLab 4.6 does on a click: a comm message on the widgets' subshell.
+    subshell = kernel.create_subshell()
+    kernel.send_shell(
+        "comm_msg",
+        {
+            "comm_id": button["content"]["comm_id"],
+            "data": {"method": "custom", "content": {"event": "click"}},
+        },
+        subshell_id=subshell,
+    )
+    result = kernel.collect(busy, timeout=60)
+    assert "SPARK_JOB_CANCELLED" in result.error_value + "".join(result.traceback)
+    # The panel shows the state Spark reported.
+    kernel.wait_for_iopub(
+        lambda m: f"<code>{group['id']}</code> <b>cancelled</b>" in str(widget_state(m)),
+        timeout=30,
+    )
