@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .artifacts import AddResult, Artifact
 from .config import SparkSessionsConfig
 from .errors import (
+    ArtifactError,
     ConfError,
     ContextStoppedError,
     JavaNotFoundError,
@@ -17,17 +19,25 @@ from .errors import (
     NotASparkSessionError,
     SessionNameError,
     SparkSessionsError,
+    UnknownGroupError,
     UnknownSessionError,
 )
 from .job_tags import group_id, group_tag, parse_tag, session_tag
+from .jobs import BoardSnapshot, GroupView, JobBoard
 from .registry import ManagedSession, Release, SessionInfo, SessionRegistry, default_registry
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AddResult",
+    "Artifact",
+    "ArtifactError",
+    "BoardSnapshot",
     "ConfError",
     "ContextStoppedError",
+    "GroupView",
     "JavaNotFoundError",
+    "JobBoard",
     "ManagedSession",
     "MasterMismatchError",
     "NotASparkSessionError",
@@ -37,6 +47,7 @@ __all__ = [
     "SessionRegistry",
     "SparkSessionsConfig",
     "SparkSessionsError",
+    "UnknownGroupError",
     "UnknownSessionError",
     "__version__",
     "default_registry",

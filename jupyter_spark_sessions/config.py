@@ -85,6 +85,23 @@ class SparkSessionsConfig(Configurable):
         help="How many finished job groups the job board keeps (the oldest go first).",
     ).tag(config=True)
 
+    archive_max_bytes = Int(
+        4 * 1024**3,
+        help="Largest total uncompressed size, in bytes, of an archive `add_archive` "
+        "unpacks; larger archives are refused before they fill the disk.",
+    ).tag(config=True)
+
+    archive_max_entries = Int(
+        100_000,
+        help="Most entries (files, folders, links) an archive may hold for `add_archive`.",
+    ).tag(config=True)
+
+    archive_max_ratio = Float(
+        200.0,
+        help="Largest ratio of uncompressed size to archive size `add_archive` accepts "
+        "(a zip bomb compresses far better than real data).",
+    ).tag(config=True)
+
     def resolved_session_root(self) -> str:
         """The session root folder, with the per-kernel default filled in."""
         return self.session_root or _default_session_root()

@@ -51,3 +51,8 @@ class MasterMismatchError(SparkSessionsError):
 
 class JavaNotFoundError(SparkSessionsError):
     """No Java runtime that this PySpark supports was found."""
+
+
+class ArtifactError(SparkSessionsError):
+    """A file, archive or Python file cannot be added to a session (missing, unreadable,
+    unsupported, unsafe, over a limit, or clashing with one already added)."""

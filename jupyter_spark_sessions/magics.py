@@ -16,6 +16,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser
 from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 
+from .artifacts import AddResult
 from .cell_tagging import first_line
 from .errors import ConfError, SparkSessionsError
 from .jobs import FINAL_STATES, GroupView
@@ -96,6 +97,33 @@ def _build_parser() -> MagicArgumentParser:
     )
     stop.add_argument("name", metavar="NAME")
 
+    add_file = add(
+        "add_file",
+        "Add a file to session NAME: its Python UDFs open it as ALIAS (default: the file's "
+        "name); the driver's copy is in the session directory.",
+    )
+    add_file.add_argument("name", metavar="NAME")
+    add_file.add_argument("path", metavar="PATH")
+    add_file.add_argument("--as", dest="alias", metavar="ALIAS", help="Name in the session.")
+
+    add_archive = add(
+        "add_archive",
+        "Add a zip, jar, tar, tar.gz or tgz to session NAME, unpacked into ALIAS/ (default: "
+        "the archive's base name) for its UDFs and in the session directory.",
+    )
+    add_archive.add_argument("name", metavar="NAME")
+    add_archive.add_argument("path", metavar="PATH")
+    add_archive.add_argument("--as", dest="alias", metavar="ALIAS", help="Folder name.")
+
+    add_pyfile = add(
+        "add_pyfile", "Add a .py, .zip or .egg that session NAME's Python UDFs can import."
+    )
+    add_pyfile.add_argument("name", metavar="NAME")
+    add_pyfile.add_argument("path", metavar="PATH")
+
+    files = add("files", "Show what was added to session NAME: name, kind, size, when, path.")
+    files.add_argument("name", metavar="NAME")
+
     jobs = add(
         "jobs",
         "Show the job board: one job group per cell execution, with its state, jobs and "
@@ -161,6 +189,16 @@ def _info_row(info: SessionInfo) -> list[object]:
 
 
 _LIST_HEADERS = ("name", "origin", "backend", "master", "session id", "running jobs", "directory")
+
+
+def _size(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"
+
 
 _JOBS_HEADERS = ("group", "state", "jobs", "tasks", "elapsed", "description")
 
@@ -260,6 +298,7 @@ class SparkSessionMagics(Magics):
             ("isolated", "yes" if info.isolated else "no"),
             ("running jobs", info.running_jobs),
             ("directory", info.directory),
+            ("files", len(self.registry.files(args.name))),
         ]
         if not info.context_running:
             fields.append(("state", "SparkContext stopped outside jupyter_spark_sessions"))
@@ -279,6 +318,47 @@ class SparkSessionMagics(Magics):
         if bound and managed.origin == "created":
             del self.ip.user_ns["spark"]
             print("`spark` was that session and is now unbound.")
+
+    def _cmd_add_file(self, args: argparse.Namespace) -> None:
+        self._report_add(args.name, self.registry.add_file(args.name, args.path, args.alias))
+
+    def _cmd_add_archive(self, args: argparse.Namespace) -> None:
+        self._report_add(args.name, self.registry.add_archive(args.name, args.path, args.alias))
+
+    def _cmd_add_pyfile(self, args: argparse.Namespace) -> None:
+        self._report_add(args.name, self.registry.add_pyfile(args.name, args.path))
+
+    def _report_add(self, session: str, result: AddResult) -> None:
+        item = result.artifact
+        if not result.added:
+            print(f"'{item.name}' is already in session '{session}' with the same content.")
+            return
+        usage = {
+            "file": f"UDFs open it as '{item.name}'",
+            "archive": f"UDFs find it unpacked in '{item.name}/'",
+            "pyfile": "UDFs can import it",
+        }[item.kind]
+        print(
+            f"Added {item.kind} '{item.name}' ({_size(item.size)}) to session '{session}': "
+            f"{usage}; driver copy: {item.path}"
+        )
+
+    def _cmd_files(self, args: argparse.Namespace) -> None:
+        items = self.registry.files(args.name)
+        if not items:
+            print(f"Nothing added to session '{args.name}' yet: `%spark_session add_file`.")
+            return
+        rows = [
+            [
+                a.name,
+                a.kind,
+                _size(a.size),
+                time.strftime("%H:%M:%S", time.localtime(a.added_at)),
+                a.path,
+            ]
+            for a in items
+        ]
+        print(format_table(("name", "kind", "size", "added", "driver path"), rows))
 
     def _cmd_jobs(self, args: argparse.Namespace) -> None:
         if args.name is not None:

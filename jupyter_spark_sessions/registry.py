@@ -7,6 +7,7 @@ only case in which it ever stops it: at kernel shutdown, after releasing its ses
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import re
@@ -20,9 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from . import job_tags
+from .archives import ArchiveLimits
+from .artifacts import AddResult, Artifact, SessionArtifacts
 from .backends import classic
 from .config import SparkSessionsConfig
 from .errors import (
+    ArtifactError,
     ContextStoppedError,
     MasterMismatchError,
     NotASparkSessionError,
@@ -64,6 +68,7 @@ class ManagedSession:
     spark_job_tag: str
     directory: Path
     isolated: bool
+    artifacts: SessionArtifacts
     backend: Literal["classic"] = "classic"
     registered_at: float = field(default_factory=time.time)
 
@@ -271,6 +276,10 @@ class SessionRegistry:
         session_id = classic.session_uuid(session)
         directory = Path(self.config.resolved_session_root()) / f"{name}-{session_id[:8]}"
         directory.mkdir(mode=0o700, parents=True, exist_ok=False)
+
+        def register(remote: str, staged: Path, fragment: str | None) -> None:
+            classic.add_session_artifact(session, remote, str(staged), fragment)
+
         managed = ManagedSession(
             name=name,
             session=session,
@@ -279,12 +288,55 @@ class SessionRegistry:
             spark_job_tag=classic.session_job_tag(session),
             directory=directory,
             isolated=isolated,
+            artifacts=SessionArtifacts(name, directory, register),
         )
         with self._lock:
             self._sessions[name] = managed
             self._stopped.discard(name)
         self.board_poller.start()
         return managed
+
+    # -- files ---------------------------------------------------------------------------
+
+    def add_file(
+        self, name: str, path: str | os.PathLike[str], alias: str | None = None
+    ) -> AddResult:
+        """Add a file to session ``name``: its Python UDFs open it as ``./<alias>``
+        (default: the file's name); ``result.artifact.path`` is the driver's copy."""
+        return self._artifacts_of(name).add_file(path, alias)
+
+    def add_archive(
+        self, name: str, path: str | os.PathLike[str], alias: str | None = None
+    ) -> AddResult:
+        """Add a zip, jar, tar, tar.gz or tgz to session ``name``, unpacked into
+        ``<alias>/`` (default: the archive's base name) for its UDFs and on the driver."""
+        return self._artifacts_of(name).add_archive(path, alias, self._archive_limits())
+
+    def add_pyfile(self, name: str, path: str | os.PathLike[str]) -> AddResult:
+        """Add a .py, .zip or .egg that session ``name``'s Python UDFs can import."""
+        return self._artifacts_of(name).add_pyfile(path)
+
+    def files(self, name: str) -> builtins.list[Artifact]:
+        """What was added to session ``name``, oldest first."""
+        return self.get(name).artifacts.list()
+
+    def _artifacts_of(self, name: str) -> SessionArtifacts:
+        managed = self.get(name)
+        classic.require_running(managed.sc, name)
+        if not managed.isolated:
+            raise ArtifactError(
+                f"Session '{name}' is not isolated (it ran queries before it was adopted): "
+                "files added to it would reach every session. Add them to a session made "
+                "with `%spark_session create NAME`."
+            )
+        return managed.artifacts
+
+    def _archive_limits(self) -> ArchiveLimits:
+        return ArchiveLimits(
+            max_total_bytes=self.config.archive_max_bytes,
+            max_entries=self.config.archive_max_entries,
+            max_ratio=self.config.archive_max_ratio,
+        )
 
     # -- job attribution -------------------------------------------------------------
 

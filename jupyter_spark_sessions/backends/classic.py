@@ -259,3 +259,27 @@ class JobStatusReader:
         text = self._mapper.writeValueAsString(self._tracker.getStageInfo(stage_id))
         stage: dict[str, Any] | None = json.loads(text)
         return stage
+
+
+def add_session_artifact(
+    session: SparkSession, remote_path: str, staged: str, fragment: str | None = None
+) -> None:
+    """Register a file with the session's own artifact manager (SPARK-44290).
+
+    ``remote_path`` is ``files/<name>``, ``archives/<name>`` (unpacked on executors into
+    ``<fragment>/``) or ``pyfiles/<name>``. Spark *moves* ``staged`` into its artifact
+    folder (a rename on the same file system). The public ``addArtifacts`` of classic
+    PySpark calls the global ``sc.addFile``, which is not isolated."""
+    jvm = session.sparkContext._jvm  # private
+    assert jvm is not None
+
+    def path(p: str) -> Any:
+        return jvm.java.io.File(p).toPath()
+
+    option = (
+        jvm.scala.Option.apply(fragment)
+        if fragment is not None
+        else getattr(getattr(jvm.scala, "None$"), "MODULE$")
+    )
+    manager = session._jsparkSession.artifactManager()  # private
+    manager.addArtifact(path(remote_path), path(staged), option, True)

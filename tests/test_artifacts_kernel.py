@@ -1,0 +1,175 @@
+"""Session-scoped files, archives and Python files through a real kernel and real Spark,
+on local[2] and on local-cluster[2,1,1024] (separate executor processes: the files must
+travel to them)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel_driver import Kernel
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
+
+PROBES = """
+import importlib, os
+import pandas as pd
+from pyspark.sql.functions import pandas_udf, udf
+
+@udf("string")
+def read_file(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except Exception as exc:
+        return "ERR " + type(exc).__name__
+
+@pandas_udf("string")
+def read_file_pd(paths: pd.Series) -> pd.Series:
+    def read(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return fh.read()
+        except Exception as exc:
+            return "ERR " + type(exc).__name__
+    return paths.map(read)
+
+@udf("string")
+def import_value(module):
+    try:
+        return str(importlib.import_module(module).VALUE)
+    except Exception as exc:
+        return "ERR " + type(exc).__name__
+
+def probe(session_name, udf_, arg):
+    session = __import__('jupyter_spark_sessions').default_registry().session(session_name)
+    df = session.createDataFrame([(arg,)], "arg string")
+    return df.select(udf_("arg")).collect()[0][0]
+"""
+
+
+def write_inputs(root: Path) -> dict[str, str]:
+    """The files both sessions add, each with its own content under the same names."""
+    paths: dict[str, str] = {}
+    for session in ("a", "b"):
+        folder = root / session
+        folder.mkdir()
+        (folder / "lookup.csv").write_text(f"lookup of {session}", encoding="utf-8")
+        (folder / "données été.txt").write_text(f"accents of {session}", encoding="utf-8")
+        (folder / "shared_mod.py").write_text(f"VALUE = 'py of {session}'\n")
+        with tarfile.open(folder / "refdata.tar.gz", "w:gz") as archive:
+            data = f"colors of {session}".encode()
+            info = tarfile.TarInfo("nested/colors.txt")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        with zipfile.ZipFile(folder / "helpers.zip", "w") as archive:
+            archive.writestr("zhelpers/__init__.py", f"VALUE = 'zip of {session}'\n")
+        paths[session] = str(folder)
+    return paths
+
+
+@pytest.fixture(scope="module", params=["local[2]", "local-cluster[2,1,1024]"])
+def kernel_on(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Kernel, dict[str, str]]]:
+    master = request.param
+    profile = tmp_path_factory.mktemp("ipython")
+    (profile / "profile_default").mkdir()
+    (profile / "profile_default" / "ipython_config.py").write_text(
+        f"c.SparkSessionsConfig.default_master = {master!r}\n"
+        "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"
+    )
+    kernel = Kernel(env={"IPYTHONDIR": str(profile)}, cwd=str(tmp_path_factory.mktemp("cwd")))
+    paths = write_inputs(tmp_path_factory.mktemp("inputs"))
+    kernel.ok("%load_ext jupyter_spark_sessions")
+    kernel.ok("%spark_session create a\n%spark_session create b\n%spark_session create c")
+    kernel.ok(PROBES)
+    yield kernel, paths
+    kernel.shutdown()
+
+
+def probe(kernel: Kernel, session: str, udf: str, arg: str) -> Any:
+    return kernel.value(f"probe({session!r}, {udf}, {arg!r})")
+
+
+def test_same_names_in_two_sessions_each_read_their_own(
+    kernel_on: tuple[Kernel, dict[str, str]],
+) -> None:
+    kernel, paths = kernel_on
+    for session in ("a", "b"):
+        folder = paths[session]
+        out = kernel.ok(
+            f"%spark_session add_file {session} {folder}/lookup.csv\n"
+            f"%spark_session add_file {session} '{folder}/données été.txt'\n"
+            f"%spark_session add_archive {session} {folder}/refdata.tar.gz\n"
+            f"%spark_session add_pyfile {session} {folder}/shared_mod.py\n"
+            f"%spark_session add_pyfile {session} {folder}/helpers.zip\n"
+        ).stdout
+        assert out.count("Added ") == 5, out
+    for session in ("a", "b"):
+        assert probe(kernel, session, "read_file", "lookup.csv") == f"lookup of {session}"
+        assert probe(kernel, session, "read_file_pd", "lookup.csv") == f"lookup of {session}"
+        assert probe(kernel, session, "read_file", "données été.txt") == f"accents of {session}"
+        assert (
+            probe(kernel, session, "read_file", "refdata/nested/colors.txt")
+            == f"colors of {session}"
+        )
+        assert probe(kernel, session, "import_value", "shared_mod") == f"py of {session}"
+        assert probe(kernel, session, "import_value", "zhelpers") == f"zip of {session}"
+    # A session that added nothing sees none of it.
+    assert probe(kernel, "c", "read_file", "lookup.csv") == "ERR FileNotFoundError"
+    assert probe(kernel, "c", "read_file", "refdata/nested/colors.txt").startswith("ERR")
+    assert probe(kernel, "c", "import_value", "shared_mod") == "ERR ModuleNotFoundError"
+    assert probe(kernel, "c", "import_value", "zhelpers") == "ERR ModuleNotFoundError"
+
+
+def test_driver_sees_the_same_files_in_the_session_directory(
+    kernel_on: tuple[Kernel, dict[str, str]],
+) -> None:
+    kernel, _ = kernel_on
+    listing = kernel.ok("%spark_session files a").stdout
+    for name in ("lookup.csv", "données été.txt", "refdata", "shared_mod.py", "helpers.zip"):
+        assert name in listing
+    found = kernel.value(f"{{a.name: a.path for a in {REGISTRY}.files('a')}}")
+    directory = kernel.value(f"str({REGISTRY}.get('a').directory)")
+    assert all(path.startswith(directory) for path in found.values())
+    assert Path(found["lookup.csv"]).read_text(encoding="utf-8") == "lookup of a"
+    assert (Path(found["refdata"]) / "nested" / "colors.txt").read_text() == "colors of a"
+    info = kernel.ok("%spark_session info a").stdout
+    assert directory in info and "files         5" in info
+
+
+def test_stop_releases_one_session_and_leaves_the_other_readable(
+    kernel_on: tuple[Kernel, dict[str, str]],
+) -> None:
+    kernel, paths = kernel_on
+    kernel.ok("%spark_session create doomed")
+    kernel.ok(f"%spark_session add_file doomed {paths['a']}/lookup.csv")
+    directory = kernel.value(f"str({REGISTRY}.get('doomed').directory)")
+    kernel.ok(f"assert {REGISTRY}.stop('doomed').wait(60)")
+    assert not Path(directory).exists()
+    assert probe(kernel, "b", "read_file", "lookup.csv") == "lookup of b"
+    assert probe(kernel, "a", "import_value", "zhelpers") == "zip of a"
+
+
+def test_adding_again_is_a_no_op_or_a_clear_error_and_the_first_stays(
+    kernel_on: tuple[Kernel, dict[str, str]],
+) -> None:
+    kernel, paths = kernel_on
+    same = kernel.ok(f"%spark_session add_file a {paths['a']}/lookup.csv").stdout
+    assert "already in session 'a' with the same content" in same
+    clash = kernel.execute(f"%spark_session add_file a {paths['b']}/lookup.csv")
+    assert "already has a file named 'lookup.csv' with different content" in clash.usage_error
+    assert probe(kernel, "a", "read_file", "lookup.csv") == "lookup of a"
+    renamed = kernel.ok(f"%spark_session add_file a {paths['b']}/lookup.csv --as lookup_b.csv")
+    assert "Added file 'lookup_b.csv'" in renamed.stdout
+    assert probe(kernel, "a", "read_file", "lookup_b.csv") == "lookup of b"
+    assert Path(paths["b"], "lookup.csv").read_text() == "lookup of b", "original untouched"
