@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src/*) \
 	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py)
 
-.PHONY: setup demo test lint typecheck pytest bench clean
+.PHONY: setup browser demo test lint typecheck pytest bench clean
 
 setup: $(STAMP)
 
@@ -35,7 +35,11 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: setup
+# The browser tests drive Debian's Chromium through Playwright (no browser download).
+browser:
+	bash scripts/ensure-chromium.sh
+
+pytest: setup browser
 	$(BIN)/python -m pytest
 
 test: lint typecheck pytest

@@ -76,14 +76,14 @@ def load_ipython_extension(ip: Any) -> None:
     from .magics import SparkSessionMagics
 
     registry = default_registry(SparkSessionsConfig(parent=ip))
-    ip.register_magics(SparkSessionMagics(ip, registry))
+    tagging = CellJobTagging(ip, registry)
+    ip.register_magics(SparkSessionMagics(ip, registry, tagging))
     kernel = getattr(ip, "kernel", None)
     if kernel is not None:  # in a Jupyter kernel (not a terminal IPython)
         from .kernel import KernelChannels
         from .request_handler import RequestHandler
 
         KernelChannels(kernel, RequestHandler(registry.board)).install()
-    tagging = CellJobTagging(ip, registry)
     tagging.register()
     # Release sessions and stop a context this project started when the kernel exits.
     call_once_at_shutdown(ip, registry.shutdown)

@@ -11,6 +11,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from . import job_tags
 from .registry import SessionRegistry
 
 if TYPE_CHECKING:
@@ -25,7 +26,8 @@ class CellJobTagging:
     def __init__(self, shell: InteractiveShell, registry: SessionRegistry) -> None:
         self.shell = shell
         self.registry = registry
-        # (session, execution count) of the group this thread's current cell pushed.
+        # Per thread: the running cell's count and first line, and the (session,
+        # count) whose tags it pushed, if any.
         self._pushed = threading.local()
 
     def register(self) -> None:
@@ -40,23 +42,46 @@ class CellJobTagging:
 
     def pre_run_cell(self, info: Any) -> None:
         """Tag the jobs of the cell about to run, if ``spark`` is a managed session."""
-        self._pushed.value = None
+        local = self._pushed
+        local.value = None
+        # IPython has already counted this cell when the event fires (for cells stored
+        # in history): the number the frontend shows is one less.
+        count = self.shell.execution_count - (1 if getattr(info, "store_history", True) else 0)
+        local.count = count
+        local.description = first_line(getattr(info, "raw_cell", ""))
         if not len(self.registry):
             return  # nothing managed: no cost on cells
         managed = self.registry.find(self.shell.user_ns.get("spark"))
-        if managed is None:
-            return
-        try:
-            # IPython increments execution_count after the cell, so this is its number.
-            count = self.shell.execution_count
-            self.registry.tagger.push(managed.sc, managed.name, count)
-            self._pushed.value = (managed.name, count)
-            self.registry.board.cell_started(managed.name, count, first_line(info.raw_cell))
-        except Exception:  # a stopped context must not break every cell
-            log.warning("could not tag the jobs of this cell for session %r", managed.name)
+        if managed is not None:
+            self._push(managed.name, managed.sc)
 
-    def post_run_cell(self, result: Any) -> None:
-        """Remove this cell's tags, whether it succeeded or raised."""
+    def current_count(self) -> int:
+        """The execution count of the cell this thread is running (as frontends show it)."""
+        count: int | None = getattr(self._pushed, "count", None)
+        return count if count is not None else self.shell.execution_count
+
+    def retag(self, name: str) -> None:
+        """``%spark_session use NAME`` ran inside a cell: the rest of the cell's jobs
+        belong to NAME. Not inside a ``%%spark_session`` body, whose tags are its own."""
+        pushed: tuple[str, int] | None = getattr(self._pushed, "value", None)
+        own = job_tags.cell_tags(*pushed) if pushed else ()
+        if self.registry.tagger.current_tags() != own:
+            return
+        if pushed:
+            self._pop()
+        self._push(name, self.registry.get(name).sc)
+
+    def _push(self, name: str, sc: Any) -> None:
+        count = self.current_count()
+        try:
+            self.registry.tagger.push(sc, name, count)
+        except Exception:  # a stopped context must not break every cell
+            log.warning("could not tag the jobs of this cell for session %r", name)
+            return
+        self._pushed.value = (name, count)
+        self.registry.board.cell_started(name, count, getattr(self._pushed, "description", ""))
+
+    def _pop(self) -> None:
         pushed: tuple[str, int] | None = getattr(self._pushed, "value", None)
         if not pushed:
             return
@@ -66,6 +91,11 @@ class CellJobTagging:
             self.registry.tagger.pop()
         except Exception:
             log.warning("could not remove this cell's Spark job tags")
+
+    def post_run_cell(self, result: Any) -> None:
+        """Remove this cell's tags, whether it succeeded or raised."""
+        self._pop()
+        self._pushed.count = None
 
 
 def first_line(source: str | None) -> str:

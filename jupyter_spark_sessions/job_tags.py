@@ -47,6 +47,11 @@ def group_tag(session_name: str, execution_count: int) -> str:
     return f"{TAG_PREFIX}{group_id(session_name, execution_count)}"
 
 
+def cell_tags(session_name: str, execution_count: int) -> tuple[str, str]:
+    """The tags on the jobs of one cell execution in one session."""
+    return session_tag(session_name), group_tag(session_name, execution_count)
+
+
 def parse_tag(tag: str) -> tuple[str, int | None] | None:
     """``(session, execution count or None)`` for one of this project's tags, else None."""
     if not tag.startswith(TAG_PREFIX):
@@ -89,9 +94,7 @@ class ThreadJobTagger:
         stack = self._stack()
         if stack:
             _remove(stack[-1])
-        applied = _AppliedTags(
-            sc, (session_tag(session_name), group_tag(session_name, execution_count))
-        )
+        applied = _AppliedTags(sc, cell_tags(session_name, execution_count))
         stack.append(applied)
         _add(applied)
 

@@ -17,7 +17,7 @@ from IPython.core.magic_arguments import MagicArgumentParser
 from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 
 from .artifacts import AddResult
-from .cell_tagging import first_line
+from .cell_tagging import CellJobTagging, first_line
 from .errors import ConfError, SparkSessionsError
 from .jobs import FINAL_STATES, GroupView
 from .registry import SessionInfo, SessionRegistry
@@ -228,10 +228,13 @@ def _group_row(group: GroupView, now: float) -> list[object]:
 class SparkSessionMagics(Magics):
     """Registers ``%spark_session`` / ``%%spark_session`` on a shell."""
 
-    def __init__(self, shell: InteractiveShell, registry: SessionRegistry) -> None:
+    def __init__(
+        self, shell: InteractiveShell, registry: SessionRegistry, tagging: CellJobTagging
+    ) -> None:
         super().__init__(shell)
         self.ip = shell  # self.shell is typed Optional by IPython
         self.registry = registry
+        self.tagging = tagging
         self._panel: BoardPanel | None = None  # one panel per kernel, shown where asked
 
     @line_cell_magic
@@ -278,6 +281,7 @@ class SparkSessionMagics(Magics):
 
     def _cmd_use(self, args: argparse.Namespace) -> None:
         self.ip.user_ns["spark"] = self.registry.session(args.name)
+        self.tagging.retag(args.name)  # this cell's later jobs belong to it too
         print(f"`spark` is now session '{args.name}'.")
 
     def _cmd_list(self, args: argparse.Namespace) -> None:
@@ -410,7 +414,7 @@ class SparkSessionMagics(Magics):
         session = self.registry.session(name)
         with (
             self._spark_bound_to(session),
-            self.registry.running_in(name, self.ip.execution_count, first_line(cell)),
+            self.registry.running_in(name, self.tagging.current_count(), first_line(cell)),
         ):
             return self._execute(cell)
 

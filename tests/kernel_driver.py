@@ -24,6 +24,7 @@ class CellResult:
     """What one executed cell produced."""
 
     status: str = ""
+    execution_count: int | None = None  # as the frontend shows it: In [N]
     stdout: str = ""
     stderr: str = ""
     error_name: str = ""
@@ -120,6 +121,7 @@ class Kernel:
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.client.get_shell_msg(timeout=30)
         result.status = reply["content"]["status"]
+        result.execution_count = reply["content"].get("execution_count")
         result.payload = reply["content"].get("payload", [])
         return result
 

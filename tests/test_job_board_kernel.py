@@ -172,8 +172,7 @@ def test_board_and_kernel_keep_working_after_bad_requests(sessions: Kernel) -> N
     for content in ({"version": 1, "action": "x"}, "[1, 2]", {"version": 1, "action": "list"}):
         request(sessions, content)
     sessions.ok("%spark_session use a")
-    count = sessions.value("get_ipython().execution_count") + 1  # the next cell's number
-    sessions.ok("n_rows = spark.range(7).count()")
+    count = sessions.ok("n_rows = spark.range(7).count()").execution_count  # In [count]
     assert sessions.value("n_rows") == 7
     group = wait_for_group(sessions, lambda g: g["id"] == f"a:{count}" and g["state"] != "running")
     assert (

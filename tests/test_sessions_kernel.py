@@ -93,23 +93,28 @@ def test_created_sessions_have_artifact_isolation_on(sessions: Kernel) -> None:
 
 def test_use_binds_spark_and_tags_the_cells_jobs(sessions: Kernel) -> None:
     sessions.ok("%spark_session use a")
-    count = sessions.value("get_ipython().execution_count + 1")
-    sessions.ok("spark.range(10).count()")
+    count = sessions.ok("spark.range(10).count()").execution_count  # In [count]
     jobs = sessions.value(f"list({TRACKER}.getJobIdsForTag('jss:a:{count}'))")
     session_jobs = sessions.value(f"list({TRACKER}.getJobIdsForTag('jss:a'))")
     assert jobs, "the cell's job carries its group tag"
     assert set(jobs) <= set(session_jobs)
     # Tags are removed when the cell ends: a later cell carries only its own.
-    tags, now = sessions.value(
-        "[sorted(spark.sparkContext.getJobTags()), get_ipython().execution_count]"
-    )
-    assert tags == ["jss:a", f"jss:a:{now}"]
+    shown = sessions.ok("print(sorted(spark.sparkContext.getJobTags()))")
+    assert shown.stdout.strip() == str(["jss:a", f"jss:a:{shown.execution_count}"])
+
+
+def test_use_inside_a_cell_tags_the_rest_of_that_cell(sessions: Kernel) -> None:
+    sessions.ok("spark = None")
+    ran = sessions.ok("%spark_session use b\nspark.range(6).count()")
+    jobs = sessions.value(f"list({TRACKER}.getJobIdsForTag('jss:b:{ran.execution_count}'))")
+    assert jobs, "the job after `use` in the same cell belongs to b's group of that cell"
 
 
 def test_rdd_jobs_of_a_cell_are_tagged_too(sessions: Kernel) -> None:
     sessions.ok("%spark_session use b")
-    count = sessions.value("get_ipython().execution_count + 1")
-    sessions.ok("spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()")
+    count = sessions.ok(
+        "spark.sparkContext.parallelize(range(4), 2).map(lambda x: x).count()"
+    ).execution_count
     jobs = sessions.value(f"list({TRACKER}.getJobIdsForTag('jss:b:{count}'))")
     assert jobs
 
@@ -133,8 +138,7 @@ def test_cell_magic_binds_for_one_cell_and_restores_even_on_error(sessions: Kern
 
 def test_cell_magic_tags_jobs_with_its_own_session(sessions: Kernel) -> None:
     sessions.ok("%spark_session use a")
-    count = sessions.value("get_ipython().execution_count + 1")
-    sessions.ok("%%spark_session b\nspark.range(5).count()")
+    count = sessions.ok("%%spark_session b\nspark.range(5).count()").execution_count
     tracker = TRACKER.replace("spark.", f"{REGISTRY}.session('a').", 1)
     assert sessions.value(f"list({tracker}.getJobIdsForTag('jss:b:{count}'))")
     assert sessions.value(f"list({tracker}.getJobIdsForTag('jss:a:{count}'))") == []
@@ -215,7 +219,7 @@ def test_stop_b_while_a_runs_leaves_a_and_the_context_running(sessions: Kernel) 
         "from pyspark.sql.functions import udf\n"
         "@udf('long')\n"
         "def slow(x):\n"
-        "    import time; time.sleep(0.5); return x\n"
+        "    import time; time.sleep(1); return x\n"
         "outcome = {}\n"
         "def run_a():\n"
         "    outcome['sum'] = spark.range(12).repartition(2).select(slow('id').alias('v'))"
@@ -223,9 +227,11 @@ def test_stop_b_while_a_runs_leaves_a_and_the_context_running(sessions: Kernel) 
         "%spark_session use a\n"
         "job_a = InheritableThread(target=run_a)\n"
         "job_a.start()\n"
-        "time.sleep(1.5)"  # A's job is running now
     )
-    assert sessions.value(f"{REGISTRY}.info('a').running_jobs") >= 1
+    deadline = time.monotonic() + 60  # a loaded machine takes a while to start the job
+    while not sessions.value(f"{REGISTRY}.info('a').running_jobs"):
+        assert time.monotonic() < deadline, "A's job never started"
+        time.sleep(0.2)
     started = time.monotonic()
     stop = sessions.ok("%spark_session stop victim")
     assert time.monotonic() - started < 5, "stop returns promptly"

@@ -1,0 +1,161 @@
+"""A real JupyterLab server and a real Chromium (Debian's, driven by Playwright) for the
+browser tests. Playwright's own browser download is never used."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+KERNEL_CONFIG = (
+    "c.SparkSessionsConfig.default_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"
+)
+
+
+def chromium_path() -> str:
+    """Debian's Chromium (scripts/ensure-chromium.sh installs it)."""
+    for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
+        found = candidate and shutil.which(candidate)
+        if found:
+            return found
+    raise RuntimeError("Chromium not found: run scripts/ensure-chromium.sh")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LabServer:
+    """``jupyter lab`` on 127.0.0.1 with a random token, serving ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.token = secrets.token_hex(16)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        ipython = root.parent / "ipython"
+        (ipython / "profile_default").mkdir(parents=True, exist_ok=True)
+        (ipython / "profile_default" / "ipython_config.py").write_text(KERNEL_CONFIG)
+        # User settings of this server only: no news pop-up over the screenshots.
+        settings = root.parent / "lab-settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+        env = dict(
+            os.environ,
+            IPYTHONDIR=str(ipython),
+            PYSPARK_PYTHON=sys.executable,
+            JUPYTERLAB_SETTINGS_DIR=str(root.parent / "lab-settings"),
+            JUPYTERLAB_WORKSPACES_DIR=str(root.parent / "lab-workspaces"),
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
+        if os.getuid() == 0:
+            command.append("--allow-root")
+        self.log = open(root.parent / "jupyter-lab.log", "w")  # noqa: SIM115
+        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited: see {self.log.name}")
+            try:
+                self.api("GET", "/api/status")
+                return
+            except OSError:
+                time.sleep(0.5)
+        raise TimeoutError("jupyter lab did not start")
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        """Call the server's REST API with the token."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            self.url + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read()
+        return json.loads(text) if text else None
+
+    def write_notebook(self, name: str, cells: list[str]) -> None:
+        """Save a notebook of code cells on the server."""
+        notebook = {
+            "nbformat": 4,
+            "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "id": f"cell-{i}",
+                    "metadata": {},
+                    "source": source,
+                    "outputs": [],
+                    "execution_count": None,
+                }
+                for i, source in enumerate(cells)
+            ],
+        }
+        self.api("PUT", f"/api/contents/{name}", {"type": "notebook", "content": notebook})
+
+    def stop(self) -> None:
+        for kernel in self.api("GET", "/api/kernels"):
+            self.api("DELETE", f"/api/kernels/{kernel['id']}")
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+@contextmanager
+def browser_page(server: LabServer) -> Iterator[Any]:
+    """A Chromium page logged in to ``server`` (token in the first URL)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()

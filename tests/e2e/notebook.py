@@ -1,0 +1,64 @@
+"""Driving a notebook in JupyterLab through the UI, as a user would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SETUP_CELL = "%load_ext jupyter_spark_sessions\n%spark_session create a\n%spark_session create b"
+
+# Session b: an RDD job of ~20 s in a background thread, so a's cell can run meanwhile.
+B_BACKGROUND_CELL = """%%spark_session b
+from pyspark import InheritableThread
+b_result = {}
+def _slow_row(x):
+    import time
+    time.sleep(2)
+    return x
+def _run_b(session=spark):
+    try:
+        b_result['sum'] = session.sparkContext.parallelize(range(10), 1).map(_slow_row).sum()
+    except Exception as exc:
+        b_result['error'] = str(exc)[:200]
+b_thread = InheritableThread(target=_run_b)
+b_thread.start()"""
+
+# Session a: one task sleeping for minutes; the cell stays busy until cancelled.
+A_LONG_CELL = """%spark_session use a
+from pyspark.sql.functions import udf
+@udf("long")
+def _sleepy(x):
+    import time
+    time.sleep(120)
+    return x
+spark.range(0, 2, 1, 1).select(_sleepy("id")).collect()"""
+
+B_RESULT_CELL = "b_thread.join(120)\nprint('b result:', b_result)"
+
+
+def open_notebook(page: Any, url: str, token: str, name: str) -> None:
+    page.goto(f"{url}/lab/tree/{name}?token={token}")
+    page.locator(".jp-Notebook").wait_for(timeout=60_000)
+    # JupyterLab may ask which kernel to start: the notebook's own (python3).
+    select = page.locator(".jp-Dialog button", has_text="Select")
+    try:
+        select.wait_for(timeout=5_000)
+        select.click()
+    except Exception:  # no dialog: the kernel started by itself
+        pass
+    # The kernel is ready when the toolbar's status says idle.
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+
+
+def run_all(page: Any) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+
+def run_cell(page: Any, index: int) -> None:
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+
+
+def cell_output(page: Any, index: int) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")

@@ -1,0 +1,48 @@
+"""The in-notebook panel's Cancel, clicked in a real JupyterLab while the cell runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .lab import LabServer
+from .notebook import (
+    A_LONG_CELL,
+    B_BACKGROUND_CELL,
+    B_RESULT_CELL,
+    SETUP_CELL,
+    cell_output,
+    open_notebook,
+    run_all,
+    run_cell,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.spark]
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None:
+    cells = [SETUP_CELL, "%spark_session panel", B_BACKGROUND_CELL, A_LONG_CELL]
+    lab.write_notebook("panel.ipynb", [*cells, B_RESULT_CELL])
+    open_notebook(page, lab.url, lab.token, "panel.ipynb")
+    # Run the first four cells; the fifth waits for b's thread after the cancel.
+    run_all(page)
+    cancel = page.locator("button[title^='Cancel job group a:']")
+    cancel.wait_for(timeout=120_000)
+    group = cancel.get_attribute("title").removeprefix("Cancel job group ")
+    page.locator(".jp-Notebook .jp-Cell").nth(3).locator(
+        ".jp-InputPrompt", has_text="[*]"
+    ).wait_for(timeout=30_000)
+    page.locator(".widget-html", has_text=f"{group} running").first.wait_for(timeout=60_000)
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "panel-running.png"))
+
+    cancel.click()  # the cell is still busy: the click must reach the kernel anyway
+    cell_output(page, 3).locator("text=SPARK_JOB_CANCELLED").first.wait_for(timeout=30_000)
+    page.locator(".widget-html", has_text=f"{group} cancelled").first.wait_for(timeout=30_000)
+
+    run_cell(page, 4)
+    cell_output(page, 4).locator("text=b result: {'sum': 45}").wait_for(timeout=120_000)
