@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src/*) \
 	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py)
 
-.PHONY: setup browser demo test lint typecheck pytest bench clean
+.PHONY: setup browser demo test lint typecheck pytest tstest bench clean
 
 setup: $(STAMP)
 
@@ -28,12 +28,24 @@ ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 demo: setup
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ALLOW_ROOT) $(DEMO_ARGS) demo/sessions.ipynb
 
+# jlpm (Yarn, shipped with JupyterLab) comes from the venv; package scripts call it too.
+JLPM := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jlpm
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(JLPM) install --immutable
+	$(JLPM) lint:check
 
 typecheck: setup
 	$(BIN)/mypy
+	$(JLPM) install --immutable
+	$(JLPM) test:types
+
+# Unit tests of the sidebar's TypeScript (vitest).
+tstest: setup
+	$(JLPM) install --immutable
+	$(JLPM) test
 
 # The browser tests drive Debian's Chromium through Playwright (no browser download).
 browser:
@@ -42,7 +54,7 @@ browser:
 pytest: setup browser
 	$(BIN)/python -m pytest
 
-test: lint typecheck pytest
+test: lint typecheck tstest pytest
 
 # Speed and memory targets (ratios against a baseline in the same run); rewrites
 # docs/benchmarks.md. Run on a quiet machine: not part of `make test`.

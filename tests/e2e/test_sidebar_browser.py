@@ -1,16 +1,30 @@
-"""The Spark Sessions sidebar in a real JupyterLab, in a real Chromium."""
+"""The Spark Sessions sidebar in a real JupyterLab, in a real Chromium: it follows the
+notebook's kernel, lists sessions and job groups, and its Cancel reaches the kernel
+while the cell that started the job is still running."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .lab import LabServer
+from .notebook import (
+    A_LONG_CELL,
+    B_BACKGROUND_CELL,
+    B_RESULT_CELL,
+    SETUP_CELL,
+    cell_output,
+    open_notebook,
+    run_all,
+    run_cell,
+)
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
 SIDEBAR = "#jupyter-spark-sessions-sidebar"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def open_sidebar(page: Any) -> Any:
@@ -22,6 +36,64 @@ def open_sidebar(page: Any) -> Any:
     return page.locator(SIDEBAR)
 
 
-def test_the_sidebar_is_in_jupyterlab_and_opens(lab: LabServer, page: Any) -> None:
+def set_theme(page: Any, name: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text=name).first.click()
+    page.wait_for_timeout(1_000)
+
+
+def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, page: Any) -> None:
     sidebar = open_sidebar(page)
-    assert "%load_ext jupyter_spark_sessions" in sidebar.inner_text()
+    lab.write_notebook("sidebar.ipynb", [SETUP_CELL, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL])
+    open_notebook(page, lab.url, lab.token, "sidebar.ipynb")
+    sidebar = open_sidebar(page)
+    empty = sidebar.locator("[data-testid='jss-empty']")
+    empty.filter(has_text="%load_ext jupyter_spark_sessions").wait_for(timeout=30_000)
+
+    run_all(page)  # the last cell waits for b: it runs after the cancel, queued
+    for name in ("a", "b"):
+        sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
+            timeout=120_000
+        )
+    group_a = sidebar.locator("[data-testid='jss-group'][data-state='running']").filter(
+        has_text="a:3"
+    )
+    group_a.wait_for(timeout=120_000)
+    group_b = sidebar.locator("[data-testid='jss-group'][data-group='b:2']")
+    group_b.wait_for(timeout=30_000)
+    assert group_b.get_attribute("data-state") == "running"
+    progress = group_a.locator("[data-testid='jss-job-progress']").first
+    progress.wait_for(timeout=30_000)
+    assert progress.get_attribute("data-total") == "1"
+
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "sidebar-light.png"))
+    set_theme(page, "JupyterLab Dark")
+    page.screenshot(path=str(SCREENSHOTS / "sidebar-dark.png"))
+    set_theme(page, "JupyterLab Light")
+
+    group_a.locator("[data-testid='jss-cancel-group']").click()  # the cell is busy
+    cell_output(page, 2).locator("text=SPARK_JOB_CANCELLED").first.wait_for(timeout=30_000)
+    sidebar.locator("[data-testid='jss-group'][data-group='a:3'][data-state='cancelled']").wait_for(
+        timeout=30_000
+    )
+    run_cell(page, 3)
+    cell_output(page, 3).locator("text=b result: {'sum': 45}").wait_for(timeout=120_000)
+    sidebar.locator("[data-testid='jss-group'][data-group='b:2'][data-state='succeeded']").wait_for(
+        timeout=30_000
+    )
+
+
+def test_kernel_restart_shows_the_empty_state_then_new_sessions(lab: LabServer, page: Any) -> None:
+    sidebar = open_sidebar(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel…").first.click()
+    page.locator(".jp-Dialog button", has_text="Restart").click()
+    sidebar.locator("[data-testid='jss-empty']").wait_for(timeout=60_000)
+    assert sidebar.locator("[data-testid='jss-session']").count() == 0
+    run_cell(page, 0)
+    for name in ("a", "b"):
+        sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
+            timeout=120_000
+        )

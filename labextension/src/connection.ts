@@ -1,0 +1,349 @@
+/**
+ * The link between one kernel and the sidebar model: a control-channel probe
+ * (`list`), a subscribed comm whose pushes feed the model, and cancel requests
+ * on the control channel (answered while the notebook's cell is busy).
+ */
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { IDisposable } from '@lumino/disposable';
+
+import {
+  CancelTarget,
+  COMM_TARGET,
+  CONTROL_REQUEST,
+  OkReply,
+  Reply,
+  Request,
+  SidebarModel,
+  cancelRequest,
+  isReply,
+  makeRequest,
+  oneLine,
+  parseCommMessage,
+  replyErrorMessage
+} from './model';
+
+/** How long the probe waits for the kernel to answer (ms); no answer => not loaded. */
+export const PROBE_TIMEOUT_MS = 3000;
+/** How long a cancel waits for its answer (ms). */
+export const CANCEL_TIMEOUT_MS = 10000;
+/** How long the comm waits for its kernel subshell before opening anyway (ms). */
+export const SUBSHELL_WAIT_MS = 3000;
+
+/** No reply within the time allowed. */
+export class RequestTimeout extends Error {
+  constructor(ms: number) {
+    super(`The kernel did not answer within ${Math.round(ms / 1000)} s.`);
+    this.name = 'RequestTimeout';
+  }
+}
+
+let requestCounter = 0;
+
+/**
+ * Sends one request on the control channel and resolves with the reply's
+ * content; rejects with RequestTimeout when none comes in `timeoutMs`.
+ * The casts for the custom message type live here only.
+ */
+export function sendControlRequest(
+  kernel: Kernel.IKernelConnection,
+  content: Request,
+  timeoutMs: number
+): Promise<Reply> {
+  const msg = KernelMessage.createMessage({
+    channel: 'control',
+    msgType: CONTROL_REQUEST as any,
+    session: kernel.clientId,
+    username: kernel.username,
+    content: content as any
+  }) as unknown as KernelMessage.IControlMessage<any>;
+  const future = kernel.sendControlMessage(msg, true, true);
+  return new Promise<Reply>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (!settled) {
+        settled = true;
+        future.dispose(); // stop waiting for a reply that will not come
+        reject(new RequestTimeout(timeoutMs));
+      }
+    }, timeoutMs);
+    const settle = (reply: unknown) => {
+      if (settled) {
+        return;
+      }
+      settled = true;
+      clearTimeout(timer);
+      if (isReply(reply)) {
+        resolve(reply);
+      } else {
+        reject(new Error('The kernel sent a malformed reply.'));
+      }
+    };
+    // Resolve on the reply itself: `done` also waits for the iopub idle status.
+    future.onReply = (reply: KernelMessage.IControlMessage<any>) => {
+      settle(reply.content);
+    };
+    future.done.then(
+      reply => settle(reply?.content),
+      error => {
+        if (!settled) {
+          settled = true;
+          clearTimeout(timer);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      }
+    );
+  });
+}
+
+/** Options of a connection (the timeouts are for tests). */
+export interface IConnectionOptions {
+  probeTimeoutMs?: number;
+  cancelTimeoutMs?: number;
+}
+
+/**
+ * The board of one kernel, fed into a model. Updates come from comm pushes:
+ * there is no polling in the browser.
+ */
+export class KernelBoardConnection implements IDisposable {
+  constructor(
+    readonly kernel: Kernel.IKernelConnection,
+    readonly model: SidebarModel,
+    options: IConnectionOptions = {}
+  ) {
+    this._probeTimeoutMs = options.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
+    this._cancelTimeoutMs = options.cancelTimeoutMs ?? CANCEL_TIMEOUT_MS;
+    kernel.iopubMessage.connect(this._onIOPub, this);
+    kernel.disposed.connect(this.dispose, this);
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /**
+   * Probes the kernel with a control `list` (no answer => 'not-loaded'), then
+   * subscribes through the comm. While the extension is not loaded, it probes
+   * again after each cell execution (the user may run `%load_ext`).
+   */
+  async start(): Promise<void> {
+    if (this._disposed || this._probing) {
+      return;
+    }
+    this._probing = true;
+    try {
+      await this._probe();
+    } finally {
+      this._probing = false;
+    }
+  }
+
+  /**
+   * Asks the kernel to cancel groups or a session's groups, showing them as
+   * 'cancelling' at once; errors end up as the model's one-line error.
+   * Resolves with the reply, or null when none came.
+   */
+  async cancel(
+    target: { groups: string[] } | { session: string }
+  ): Promise<Reply | null> {
+    const ids =
+      'groups' in target
+        ? target.groups
+        : this.model.runningGroupIds(target.session);
+    this.model.markCancelling(ids);
+    let reply: Reply;
+    try {
+      reply = await sendControlRequest(
+        this.kernel,
+        cancelRequest(target as CancelTarget, nextRequestId()),
+        this._cancelTimeoutMs
+      );
+    } catch (error) {
+      if (!this._disposed) {
+        this.model.cancelFailed(ids, `Cancel failed: ${errorMessage(error)}`);
+      }
+      return null;
+    }
+    if (!this._disposed) {
+      this.model.cancelAnswered(ids, reply);
+    }
+    return reply;
+  }
+
+  /** Closes the comm and stops listening to the kernel. */
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this.kernel.iopubMessage.disconnect(this._onIOPub, this);
+    this.kernel.disposed.disconnect(this.dispose, this);
+    const comm = this._comm;
+    this._comm = null;
+    if (comm && !comm.isDisposed) {
+      comm.onClose = () => undefined;
+      comm.onMsg = () => undefined;
+      try {
+        if (!this.kernel.isDisposed && this.kernel.status !== 'dead') {
+          comm.close();
+        } else {
+          comm.dispose();
+        }
+      } catch {
+        // the kernel went away: nothing left to close
+      }
+    }
+  }
+
+  private async _probe(): Promise<void> {
+    let reply: Reply;
+    try {
+      reply = await sendControlRequest(
+        this.kernel,
+        makeRequest('list', { request_id: nextRequestId() }),
+        this._probeTimeoutMs
+      );
+    } catch (error) {
+      if (this._disposed) {
+        return;
+      }
+      if (error instanceof RequestTimeout) {
+        this.model.setStatus('not-loaded');
+      } else {
+        this.model.setStatus('error', errorMessage(error));
+      }
+      return;
+    }
+    if (this._disposed) {
+      return;
+    }
+    if (reply.status === 'error') {
+      this.model.setStatus('error', replyErrorMessage(reply));
+      return;
+    }
+    if (reply.board) {
+      this.model.applyBoard(reply.board);
+    }
+    this._subscribe();
+  }
+
+  private _subscribe(): void {
+    if (this._comm || this._disposed) {
+      return;
+    }
+    let comm: Kernel.IComm;
+    try {
+      comm = this.kernel.createComm(COMM_TARGET);
+    } catch (error) {
+      this.model.setStatus('error', errorMessage(error));
+      return;
+    }
+    this._comm = comm;
+    void this._openOnSubshell(comm);
+  }
+
+  /**
+   * Opens the comm once its subshell (JupyterLab 4.4+, ipykernel 7) is up, so
+   * that the kernel answers the subscribe while the notebook's cell is busy:
+   * a `comm_open` on the main shell would wait for the running cell to end.
+   */
+  private async _openOnSubshell(comm: Kernel.IComm): Promise<void> {
+    const started = (comm as { subshellStarted?: Promise<void> })
+      .subshellStarted;
+    const mode = (comm as { commsOverSubshells?: string }).commsOverSubshells;
+    if (started && mode !== undefined && mode !== 'disabled') {
+      try {
+        await this.kernel.info;
+        if (this.kernel.supportsSubshells) {
+          // never resolves if the subshell cannot start: do not wait forever
+          await Promise.race([started, delay(SUBSHELL_WAIT_MS)]);
+        }
+      } catch {
+        // no kernel info or subshell: open on the main shell
+      }
+    }
+    if (this._disposed || this._comm !== comm || comm.isDisposed) {
+      return;
+    }
+    comm.onMsg = msg => {
+      if (!this._disposed) {
+        this._onCommData(msg.content.data);
+      }
+    };
+    comm.onClose = () => {
+      if (this._disposed || this._comm !== comm) {
+        return;
+      }
+      this._comm = null;
+      this.model.setError(
+        'The kernel closed the Spark sessions comm: the sidebar no longer updates.'
+      );
+    };
+    try {
+      comm.open(
+        makeRequest('subscribe', { request_id: nextRequestId() }) as any
+      );
+    } catch (error) {
+      this._comm = null;
+      this.model.setStatus('error', errorMessage(error));
+    }
+  }
+
+  private _onCommData(data: unknown): void {
+    const message = parseCommMessage(data);
+    if (message === null) {
+      return;
+    }
+    if (message.type === 'board') {
+      this.model.applyBoard(message.board);
+      return;
+    }
+    if (message.status === 'error') {
+      this.model.setError(replyErrorMessage(message));
+      return;
+    }
+    const ok = message as OkReply;
+    if (ok.board) {
+      this.model.applyBoard(ok.board);
+    }
+  }
+
+  private _onIOPub(
+    _kernel: Kernel.IKernelConnection,
+    msg: KernelMessage.IIOPubMessage
+  ): void {
+    // Not loaded yet: probe again once a cell has run (it may have been %load_ext).
+    if (
+      this.model.status === 'not-loaded' &&
+      msg.header.msg_type === 'status' &&
+      (msg.content as KernelMessage.IStatusMsg['content']).execution_state ===
+        'idle' &&
+      (msg.parent_header as Partial<KernelMessage.IHeader>).msg_type ===
+        'execute_request'
+    ) {
+      void this.start();
+    }
+  }
+
+  private _disposed = false;
+  private _probing = false;
+  private _comm: Kernel.IComm | null = null;
+  private readonly _probeTimeoutMs: number;
+  private readonly _cancelTimeoutMs: number;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise(resolve => setTimeout(resolve, ms));
+}
+
+function nextRequestId(): string {
+  requestCounter += 1;
+  return `jss-${Date.now().toString(36)}-${requestCounter}`;
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof Error) {
+    return oneLine(error.message);
+  }
+  return oneLine(String(error));
+}

@@ -1,0 +1,238 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+import { KernelBoardConnection } from '../src/connection';
+import { COMM_TARGET, CONTROL_REQUEST, SidebarModel } from '../src/model';
+import { FakeKernel } from './fakes';
+import { board, group } from './fixtures';
+
+function setup() {
+  const kernel = new FakeKernel();
+  const model = new SidebarModel();
+  model.reset('Python 3');
+  const connection = new KernelBoardConnection(kernel as any, model, {
+    probeTimeoutMs: 3000,
+    cancelTimeoutMs: 5000
+  });
+  return { kernel, model, connection };
+}
+
+async function flush(): Promise<void> {
+  for (let i = 0; i < 10; i++) {
+    await Promise.resolve();
+  }
+}
+
+describe('KernelBoardConnection', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('probes with a control list, then subscribes through the comm', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    expect(kernel.futures).toHaveLength(1);
+    const probe = kernel.futures[0];
+    expect(probe.msg.channel).toBe('control');
+    expect(probe.msg.header.msg_type).toBe(CONTROL_REQUEST);
+    expect(probe.msg.header.session).toBe('client-1');
+    expect(probe.msg.content).toMatchObject({ version: 1, action: 'list' });
+
+    probe.reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board()
+    });
+    await started;
+    expect(model.status).toBe('ready');
+    expect(kernel.comms).toHaveLength(1);
+    const comm = kernel.comms[0];
+    expect(comm.targetName).toBe(COMM_TARGET);
+    expect(comm.opened[0]).toMatchObject({ version: 1, action: 'subscribe' });
+
+    comm.push({
+      version: 1,
+      type: 'board',
+      board: board({ seq: 2, groups: [group({ state: 'succeeded' })] })
+    });
+    expect(model.board?.seq).toBe(2);
+    expect(model.board?.groups[0].state).toBe('succeeded');
+  });
+
+  it('opens the comm on its kernel subshell once that is up', async () => {
+    const { kernel, model, connection } = setup();
+    let subshellUp!: () => void;
+    const subshellStarted = new Promise<void>(resolve => {
+      subshellUp = resolve;
+    });
+    Object.assign(kernel, {
+      info: Promise.resolve({}),
+      supportsSubshells: true
+    });
+    const createComm = kernel.createComm.bind(kernel);
+    kernel.createComm = (target: string) =>
+      Object.assign(createComm(target), {
+        subshellStarted,
+        commsOverSubshells: 'perCommTarget'
+      });
+    const started = connection.start();
+    kernel.futures[0].reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board()
+    });
+    await started;
+    await flush();
+    expect(kernel.comms[0].opened).toHaveLength(0);
+    subshellUp();
+    await flush();
+    expect(kernel.comms[0].opened).toHaveLength(1);
+    expect(model.status).toBe('ready');
+  });
+
+  it("marks the kernel 'not-loaded' when the probe gets no answer", async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    vi.advanceTimersByTime(3000);
+    await started;
+    expect(model.status).toBe('not-loaded');
+    expect(kernel.futures[0].disposed).toBe(true);
+    expect(kernel.comms).toHaveLength(0);
+  });
+
+  it('probes again after a cell ran while not loaded', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    vi.advanceTimersByTime(3000);
+    await started;
+    // the idle of our own (control) probe does not trigger a new probe
+    kernel.iopubMessage.emit({
+      header: { msg_type: 'status' },
+      parent_header: { msg_type: CONTROL_REQUEST },
+      content: { execution_state: 'idle' }
+    });
+    expect(kernel.futures).toHaveLength(1);
+    kernel.iopubMessage.emit({
+      header: { msg_type: 'status' },
+      parent_header: { msg_type: 'execute_request' },
+      content: { execution_state: 'idle' }
+    });
+    expect(kernel.futures).toHaveLength(2);
+    kernel.futures[1].reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board()
+    });
+    await flush();
+    expect(model.status).toBe('ready');
+  });
+
+  it('shows an error reply to the probe as an error', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    kernel.futures[0].reply({
+      version: 1,
+      status: 'error',
+      request_id: null,
+      error: {
+        code: 'unsupported_version',
+        message: 'Unsupported protocol version 1.'
+      }
+    });
+    await started;
+    expect(model.status).toBe('error');
+    expect(model.error).toBe('Unsupported protocol version 1.');
+  });
+
+  it('cancels on the control channel and keeps the overlay until the board says otherwise', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    kernel.futures[0].reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board()
+    });
+    await started;
+
+    const cancelled = connection.cancel({ groups: ['etl:12'] });
+    expect(model.displayState(model.board!.groups[0])).toBe('cancelling');
+    const request = kernel.futures[1];
+    expect(request.msg.channel).toBe('control');
+    expect(request.msg.content).toMatchObject({
+      version: 1,
+      action: 'cancel',
+      groups: ['etl:12']
+    });
+    request.reply({
+      version: 1,
+      status: 'ok',
+      action: 'cancel',
+      request_id: request.msg.content.request_id,
+      cancelling: ['etl:12'],
+      messages: []
+    });
+    const reply = await cancelled;
+    expect(reply?.status).toBe('ok');
+    expect(model.displayState(model.board!.groups[0])).toBe('cancelling');
+
+    kernel.comms[0].push({
+      version: 1,
+      type: 'board',
+      board: board({ seq: 3, groups: [group({ state: 'cancelled' })] })
+    });
+    expect(model.displayState(model.board!.groups[0])).toBe('cancelled');
+  });
+
+  it('cancels a session and shows an unanswered cancel as an error', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    kernel.futures[0].reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board()
+    });
+    await started;
+
+    const cancelled = connection.cancel({ session: 'etl' });
+    expect(kernel.futures[1].msg.content).toMatchObject({
+      action: 'cancel',
+      session: 'etl'
+    });
+    expect(model.displayState(model.board!.groups[0])).toBe('cancelling');
+    vi.advanceTimersByTime(5000);
+    expect(await cancelled).toBeNull();
+    expect(model.displayState(model.board!.groups[0])).toBe('running');
+    expect(model.error).toMatch(/^Cancel failed: /);
+  });
+
+  it('closes the comm on dispose and ignores later pushes', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    kernel.futures[0].reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board()
+    });
+    await started;
+    const comm = kernel.comms[0];
+    connection.dispose();
+    expect(comm.closed).toBe(true);
+    comm.push({ version: 1, type: 'board', board: board({ seq: 9 }) });
+    expect(model.board?.seq).toBe(1);
+    expect(kernel.iopubMessage.slots).toHaveLength(0);
+  });
+});

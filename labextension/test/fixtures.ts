@@ -1,0 +1,71 @@
+import { Board, Group, Job, Session, TaskCounts } from '../src/model';
+
+export function tasks(partial: Partial<TaskCounts> = {}): TaskCounts {
+  return {
+    total: 0,
+    active: 0,
+    completed: 0,
+    failed: 0,
+    killed: 0,
+    skipped: 0,
+    ...partial
+  };
+}
+
+export function job(partial: Partial<Job> = {}): Job {
+  return {
+    id: 1,
+    name: 'collect at <stdin>:1',
+    status: 'RUNNING',
+    submitted_at: 1000,
+    completed_at: null,
+    tasks: tasks({ total: 8, active: 2, completed: 5, skipped: 1 }),
+    stage_ids: [1],
+    kill_reasons: [],
+    stages: [],
+    ...partial
+  };
+}
+
+export function group(partial: Partial<Group> = {}): Group {
+  return {
+    id: 'etl:12',
+    session: 'etl',
+    execution_count: 12,
+    description: "df.groupBy('k').count().collect()",
+    state: 'running',
+    cell_running: true,
+    submitted_at: 1000,
+    completed_at: null,
+    cancel_requested_at: null,
+    tasks: tasks({ total: 8, active: 2, completed: 5, skipped: 1 }),
+    tasks_still_running: 0,
+    jobs: [job()],
+    ...partial
+  };
+}
+
+export function session(partial: Partial<Session> = {}): Session {
+  return {
+    name: 'etl',
+    origin: 'created',
+    backend: 'classic',
+    master: 'local[2]',
+    session_id: 'abc',
+    isolated: true,
+    directory: '/tmp/etl',
+    ...partial
+  };
+}
+
+export function board(partial: Partial<Board> = {}): Board {
+  return {
+    seq: 1,
+    updated_at: 1000,
+    error: '',
+    other_running_jobs: 0,
+    sessions: [session()],
+    groups: [group()],
+    ...partial
+  };
+}

@@ -1,0 +1,186 @@
+// @vitest-environment happy-dom
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+// The real LabIcon pulls web components that do not load in Node.
+vi.mock('@jupyterlab/ui-components', () => ({
+  LabIcon: class {
+    constructor(readonly options: unknown) {}
+  }
+}));
+
+import { MESSAGES } from '../src/model';
+import { SIDEBAR_ID, SparkSessionsSidebar } from '../src/sidebar';
+import { FakeKernel, FakePanel, FakeTracker } from './fakes';
+import { board, group, job, session, tasks } from './fixtures';
+
+async function flush(): Promise<void> {
+  for (let i = 0; i < 10; i++) {
+    await Promise.resolve();
+  }
+}
+
+function q(root: HTMLElement, testid: string): HTMLElement[] {
+  return Array.from(root.querySelectorAll(`[data-testid="${testid}"]`));
+}
+
+let sidebar: SparkSessionsSidebar | null = null;
+
+afterEach(() => {
+  sidebar?.dispose();
+  sidebar = null;
+});
+
+async function connected(initial = board()) {
+  const tracker = new FakeTracker();
+  const kernel = new FakeKernel();
+  const panel = new FakePanel(kernel);
+  sidebar = new SparkSessionsSidebar(tracker as any);
+  tracker.setCurrent(panel);
+  kernel.futures[0].reply({
+    version: 1,
+    status: 'ok',
+    action: 'list',
+    request_id: null,
+    board: initial
+  });
+  await flush();
+  return { tracker, kernel, panel, sidebar, root: sidebar.node };
+}
+
+describe('SparkSessionsSidebar', () => {
+  it('has the stable id, title and the no-kernel message', () => {
+    sidebar = new SparkSessionsSidebar(new FakeTracker() as any);
+    expect(sidebar.node.id).toBe(SIDEBAR_ID);
+    expect(SIDEBAR_ID).toBe('jupyter-spark-sessions-sidebar');
+    expect(sidebar.title.label).toBe('Spark');
+    expect(sidebar.title.caption).toBe('Spark Sessions');
+    const empty = q(sidebar.node, 'jss-empty');
+    expect(empty).toHaveLength(1);
+    expect(empty[0].textContent).toBe(MESSAGES.noKernel);
+    expect(sidebar.node.textContent).toContain(
+      '%load_ext jupyter_spark_sessions'
+    );
+  });
+
+  it('renders sessions, groups and per-job progress per the DOM contract', async () => {
+    const { root } = await connected(
+      board({
+        sessions: [session({ name: 'etl' })],
+        groups: [
+          group({
+            id: 'etl:3',
+            execution_count: 3,
+            submitted_at: 900,
+            state: 'succeeded',
+            completed_at: 910
+          }),
+          group({
+            id: 'etl:12',
+            jobs: [
+              job({
+                id: 1,
+                tasks: tasks({ total: 8, completed: 5, skipped: 1 })
+              }),
+              job({ id: 2, tasks: tasks({ total: 4, completed: 0 }) })
+            ]
+          })
+        ]
+      })
+    );
+    expect(q(root, 'jss-empty')).toHaveLength(0);
+    const sessions = q(root, 'jss-session');
+    expect(sessions.map(s => s.dataset.session)).toEqual(['etl']);
+    const groups = q(root, 'jss-group');
+    expect(groups.map(g => g.dataset.group)).toEqual(['etl:12', 'etl:3']);
+    expect(groups.map(g => g.dataset.state)).toEqual(['running', 'succeeded']);
+    const bars = q(groups[0], 'jss-job-progress');
+    expect(bars.map(b => [b.dataset.completed, b.dataset.total])).toEqual([
+      ['6', '8'],
+      ['0', '4']
+    ]);
+    const [runningCancel] = q(
+      groups[0],
+      'jss-cancel-group'
+    ) as HTMLButtonElement[];
+    const [doneCancel] = q(
+      groups[1],
+      'jss-cancel-group'
+    ) as HTMLButtonElement[];
+    expect(runningCancel.disabled).toBe(false);
+    expect(doneCancel.disabled).toBe(true);
+    expect(
+      (q(root, 'jss-cancel-session')[0] as HTMLButtonElement).disabled
+    ).toBe(false);
+  });
+
+  it('shows cancelling on click and the reported state after the push', async () => {
+    const { root, kernel } = await connected();
+    (q(root, 'jss-cancel-group')[0] as HTMLButtonElement).click();
+    let row = q(root, 'jss-group')[0];
+    expect(row.dataset.state).toBe('cancelling');
+    expect((q(row, 'jss-cancel-group')[0] as HTMLButtonElement).disabled).toBe(
+      true
+    );
+    expect(kernel.futures[1].msg.content).toMatchObject({
+      action: 'cancel',
+      groups: ['etl:12']
+    });
+    kernel.futures[1].reply({
+      version: 1,
+      status: 'error',
+      request_id: null,
+      error: {
+        code: 'unknown_group',
+        message: "No job group 'etl:12' on the board."
+      }
+    });
+    await flush();
+    expect(q(root, 'jss-error')[0].textContent).toBe(
+      "No job group 'etl:12' on the board."
+    );
+    row = q(root, 'jss-group')[0];
+    expect(row.dataset.state).toBe('running');
+
+    (q(root, 'jss-cancel-session')[0] as HTMLButtonElement).click();
+    expect(q(root, 'jss-group')[0].dataset.state).toBe('cancelling');
+    expect(q(root, 'jss-error')).toHaveLength(0);
+    kernel.comms[0].push({
+      version: 1,
+      type: 'board',
+      board: board({
+        seq: 2,
+        groups: [group({ state: 'cancelled', completed_at: 1004 })]
+      })
+    });
+    expect(q(root, 'jss-group')[0].dataset.state).toBe('cancelled');
+  });
+
+  it('reconnects after a restart: loading state first, then the new board', async () => {
+    const { root, kernel, panel } = await connected();
+    const oldComm = kernel.comms[0];
+    panel.sessionContext.setStatus('restarting');
+    expect(oldComm.closed).toBe(true);
+    expect(q(root, 'jss-session')).toHaveLength(0);
+    expect(q(root, 'jss-empty')[0].textContent).toBe(MESSAGES.connecting);
+    panel.sessionContext.setStatus('idle');
+    expect(kernel.futures).toHaveLength(2);
+    kernel.futures[1].reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board({ seq: 0, sessions: [], groups: [] })
+    });
+    await flush();
+    expect(q(root, 'jss-empty')[0].textContent).toBe(MESSAGES.noSessions);
+    expect(kernel.comms).toHaveLength(2);
+  });
+
+  it('follows the current notebook and drops back to no-kernel', async () => {
+    const { root, tracker } = await connected();
+    expect(q(root, 'jss-session')).toHaveLength(1);
+    tracker.setCurrent(null);
+    expect(q(root, 'jss-session')).toHaveLength(0);
+    expect(q(root, 'jss-empty')[0].textContent).toBe(MESSAGES.noKernel);
+  });
+});
