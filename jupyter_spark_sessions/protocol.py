@@ -42,6 +42,9 @@ class Request:
     session: str | None = None
     all: bool = False
     comm_id: str | None = None
+    kind: str = ""
+    path: str = ""
+    alias: str | None = None
 
 
 # action -> the fields it accepts besides version, action and request_id
@@ -50,7 +53,11 @@ ACTIONS: dict[str, frozenset[str]] = {
     "cancel": frozenset({"groups", "session", "all"}),
     "subscribe": frozenset({"comm_id"}),
     "unsubscribe": frozenset({"comm_id"}),
+    "add": frozenset({"session", "kind", "path", "alias"}),
 }
+
+ADD_KINDS = ("file", "archive", "pyfile")
+_MAX_PATH = 4096
 
 
 def parse_request(message: Any) -> Request:
@@ -80,6 +87,8 @@ def parse_request(message: Any) -> Request:
         )
     if action == "cancel":
         return _parse_cancel(message, request_id)
+    if action == "add":
+        return _parse_add(message, request_id)
     comm_id = message.get("comm_id")
     if comm_id is not None:
         _check_text(comm_id, "comm_id")
@@ -107,6 +116,27 @@ def _parse_cancel(message: dict[str, Any], request_id: str | None) -> Request:
     for group in groups:
         _check_text(group, "each group id")
     return Request(action="cancel", request_id=request_id, groups=tuple(groups))
+
+
+def _parse_add(message: dict[str, Any], request_id: str | None) -> Request:
+    _check_text(message.get("session"), "session")
+    kind = message.get("kind")
+    if kind not in ADD_KINDS:
+        raise ProtocolError("bad_request", f"'kind' must be one of: {', '.join(ADD_KINDS)}.")
+    path = message.get("path")
+    if not isinstance(path, str) or not path or len(path) > _MAX_PATH:
+        raise ProtocolError("bad_request", f"'path' must be a string of 1 to {_MAX_PATH} chars.")
+    alias = message.get("alias")
+    if alias is not None:
+        _check_text(alias, "alias")
+    return Request(
+        action="add",
+        request_id=request_id,
+        session=message["session"],
+        kind=kind,
+        path=path,
+        alias=alias,
+    )
 
 
 def _check_text(value: Any, what: str) -> None:

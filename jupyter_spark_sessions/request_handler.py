@@ -59,6 +59,8 @@ class RequestHandler:
     def _dispatch(self, request: protocol.Request, comm: CommLike | None) -> dict[str, Any]:
         if request.action == "list":
             return protocol.ok_reply(request, board=self.board.snapshot().to_dict())
+        if request.action == "add":
+            return self._add(request, comm)
         if request.action == "cancel":
             outcome = self.board.request_cancel(
                 request.groups, session=request.session, everything=request.all
@@ -74,6 +76,30 @@ class RequestHandler:
             )
         self.unsubscribe(target.comm_id)
         return protocol.ok_reply(request, comm_id=target.comm_id)
+
+    def _add(self, request: protocol.Request, comm: CommLike | None) -> dict[str, Any]:
+        if comm is None:
+            raise protocol.ProtocolError(
+                "bad_request",
+                "'add' is taken on the comm only: it copies files, and the control channel "
+                "must stay free for cancel and interrupts.",
+            )
+        registry = self.board.registry
+        assert request.session is not None  # parse_request checked it
+        if request.kind == "file":
+            result = registry.add_file(request.session, request.path, request.alias)
+        elif request.kind == "archive":
+            result = registry.add_archive(request.session, request.path, request.alias)
+        else:
+            if request.alias is not None:
+                raise protocol.ProtocolError("bad_request", "A Python file takes no alias.")
+            result = registry.add_pyfile(request.session, request.path)
+        item = result.artifact
+        return protocol.ok_reply(
+            request,
+            added=result.added,
+            artifact={"name": item.name, "kind": item.kind, "size": item.size, "path": item.path},
+        )
 
     def _comm_for(self, request: protocol.Request, comm: CommLike | None) -> CommLike:
         if request.comm_id is None:

@@ -155,6 +155,15 @@ def test_control_request_cancels_busy_cell_and_spares_other_session(sessions: Ke
         ({"version": 1, "action": "cancel", "session": "nope"}, "unknown_session"),
         ({"version": 1, "action": "subscribe"}, "bad_request"),
         ({"version": 1, "action": "subscribe", "comm_id": "missing"}, "unknown_comm"),
+        # add copies files: refused on the control channel, whatever its content.
+        (
+            {"version": 1, "action": "add", "session": "a", "kind": "file", "path": "x"},
+            "bad_request",
+        ),
+        (
+            {"version": 1, "action": "add", "session": "a", "kind": "weird", "path": "x"},
+            "bad_request",
+        ),
     ],
 )
 def test_malformed_requests_get_error_replies(sessions: Kernel, content: Any, code: str) -> None:
@@ -312,3 +321,45 @@ def test_panel_cancel_click_on_a_subshell_cancels_while_the_cell_is_busy(
         lambda m: f"<code>{group['id']}</code> <b>cancelled</b>" in str(widget_state(m)),
         timeout=30,
     )
+
+
+def test_files_are_added_over_the_comm_and_read_by_the_sessions_udf(sessions: Kernel) -> None:
+    kernel = sessions
+    kernel.ok("open('from_ui.csv', 'w').write('ui data')")
+    comm_id = uuid.uuid4().hex
+    kernel.send_shell("comm_open", {"comm_id": comm_id, "target_name": COMM_TARGET, "data": {}})
+
+    def add(request_id: str, **fields: Any) -> dict[str, Any]:
+        data = {"version": 1, "action": "add", "request_id": request_id, **fields}
+        kernel.send_shell("comm_msg", {"comm_id": comm_id, "data": data})
+        reply = kernel.wait_for_iopub(
+            lambda m: (
+                m["msg_type"] == "comm_msg"
+                and m["content"]["comm_id"] == comm_id
+                and m["content"]["data"].get("request_id") == request_id
+            ),
+            timeout=60,
+        )
+        return dict(reply["content"]["data"])
+
+    added = add("f1", session="a", kind="file", path="from_ui.csv")
+    assert added["status"] == "ok" and added["added"] is True, added
+    assert added["artifact"]["name"] == "from_ui.csv" and added["artifact"]["size"] == 7
+    read = kernel.ok(
+        "%%spark_session a\n"
+        "from pyspark.sql.functions import udf\n"
+        "@udf('string')\n"
+        "def _read_ui(p):\n"
+        "    return open(p).read()\n"
+        "spark.createDataFrame([('from_ui.csv',)], 'p string').select(_read_ui('p')).first()[0]"
+    )
+    assert read.result_text == "'ui data'"
+    again = add("f2", session="a", kind="file", path="from_ui.csv")
+    assert again["status"] == "ok" and again["added"] is False
+    kernel.ok("open('from_ui.csv', 'w').write('other data')")
+    clash = add("f3", session="a", kind="file", path="from_ui.csv")
+    assert clash["status"] == "error" and "already has a file" in clash["error"]["message"]
+    missing = add("f4", session="a", kind="file", path="nope.csv")
+    assert missing["error"]["message"].startswith("No such file:")
+    unknown = add("f5", session="zz", kind="file", path="from_ui.csv")
+    assert unknown["error"]["code"] == "unknown_session"
