@@ -7,6 +7,7 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 
 import {
+  AddKind,
   CancelTarget,
   COMM_TARGET,
   CONTROL_REQUEST,
@@ -14,6 +15,7 @@ import {
   Reply,
   Request,
   SidebarModel,
+  addRequest,
   cancelRequest,
   isReply,
   makeRequest,
@@ -26,6 +28,8 @@ import {
 export const PROBE_TIMEOUT_MS = 3000;
 /** How long a cancel waits for its answer (ms). */
 export const CANCEL_TIMEOUT_MS = 10000;
+/** How long an `add` waits for its answer (ms): it copies files. */
+export const ADD_TIMEOUT_MS = 120000;
 /** How long the comm waits for its kernel subshell before opening anyway (ms). */
 export const SUBSHELL_WAIT_MS = 3000;
 
@@ -99,6 +103,14 @@ export function sendControlRequest(
 export interface IConnectionOptions {
   probeTimeoutMs?: number;
   cancelTimeoutMs?: number;
+  addTimeoutMs?: number;
+}
+
+/** A comm request waiting for its reply. */
+interface IPending {
+  resolve: (reply: Reply) => void;
+  reject: (error: Error) => void;
+  timer: ReturnType<typeof setTimeout>;
 }
 
 /**
@@ -113,6 +125,7 @@ export class KernelBoardConnection implements IDisposable {
   ) {
     this._probeTimeoutMs = options.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
     this._cancelTimeoutMs = options.cancelTimeoutMs ?? CANCEL_TIMEOUT_MS;
+    this._addTimeoutMs = options.addTimeoutMs ?? ADD_TIMEOUT_MS;
     kernel.iopubMessage.connect(this._onIOPub, this);
     kernel.disposed.connect(this.dispose, this);
   }
@@ -170,12 +183,58 @@ export class KernelBoardConnection implements IDisposable {
     return reply;
   }
 
+  /** Whether the comm is open, so that comm requests (`add`) can be sent. */
+  get isSubscribed(): boolean {
+    return this._commOpen && this._comm !== null && !this._disposed;
+  }
+
+  /**
+   * Adds a file to a session: sends an `add` request on the comm (the kernel
+   * accepts it only there) and resolves with the reply whose request_id
+   * matches (ok or error). Rejects when the comm is not open, is closed before
+   * the answer, or when no answer comes in time.
+   */
+  addToSession(
+    session: string,
+    kind: AddKind,
+    path: string,
+    alias?: string
+  ): Promise<Reply> {
+    const comm = this._comm;
+    if (this._disposed || comm === null || !this._commOpen || comm.isDisposed) {
+      return Promise.reject(
+        new Error(
+          'Not connected to the Spark sessions of this kernel: try again in a moment.'
+        )
+      );
+    }
+    const requestId = nextRequestId();
+    const request = addRequest(session, kind, path, requestId, alias);
+    return new Promise<Reply>((resolve, reject) => {
+      const timeoutMs = this._addTimeoutMs;
+      const timer = setTimeout(() => {
+        if (this._pending.delete(requestId)) {
+          reject(new RequestTimeout(timeoutMs));
+        }
+      }, timeoutMs);
+      this._pending.set(requestId, { resolve, reject, timer });
+      try {
+        const future = comm.send(request as any);
+        // a comm_msg has no reply: only errors of the send matter
+        future?.done?.catch?.(() => undefined);
+      } catch (error) {
+        this._settle(requestId, null, error);
+      }
+    });
+  }
+
   /** Closes the comm and stops listening to the kernel. */
   dispose(): void {
     if (this._disposed) {
       return;
     }
     this._disposed = true;
+    this._rejectPending('The connection to the kernel was closed.');
     this.kernel.iopubMessage.disconnect(this._onIOPub, this);
     this.kernel.disposed.disconnect(this.dispose, this);
     const comm = this._comm;
@@ -275,6 +334,8 @@ export class KernelBoardConnection implements IDisposable {
         return;
       }
       this._comm = null;
+      this._commOpen = false;
+      this._rejectPending('The kernel closed the Spark sessions comm.');
       this.model.setError(
         'The kernel closed the Spark sessions comm: the sidebar no longer updates.'
       );
@@ -283,6 +344,7 @@ export class KernelBoardConnection implements IDisposable {
       comm.open(
         makeRequest('subscribe', { request_id: nextRequestId() }) as any
       );
+      this._commOpen = true;
     } catch (error) {
       this._comm = null;
       this.model.setStatus('error', errorMessage(error));
@@ -298,6 +360,14 @@ export class KernelBoardConnection implements IDisposable {
       this.model.applyBoard(message.board);
       return;
     }
+    // The answer to a pending comm request (`add`) goes to its caller only.
+    if (
+      typeof message.request_id === 'string' &&
+      this._pending.has(message.request_id)
+    ) {
+      this._settle(message.request_id, message, null);
+      return;
+    }
     if (message.status === 'error') {
       this.model.setError(replyErrorMessage(message));
       return;
@@ -305,6 +375,31 @@ export class KernelBoardConnection implements IDisposable {
     const ok = message as OkReply;
     if (ok.board) {
       this.model.applyBoard(ok.board);
+    }
+  }
+
+  /** Settles a pending comm request with its reply, or an error. */
+  private _settle(
+    requestId: string,
+    reply: Reply | null,
+    error: unknown
+  ): void {
+    const pending = this._pending.get(requestId);
+    if (!pending) {
+      return;
+    }
+    this._pending.delete(requestId);
+    clearTimeout(pending.timer);
+    if (reply !== null) {
+      pending.resolve(reply);
+    } else {
+      pending.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  private _rejectPending(reason: string): void {
+    for (const id of [...this._pending.keys()]) {
+      this._settle(id, null, new Error(reason));
     }
   }
 
@@ -328,8 +423,11 @@ export class KernelBoardConnection implements IDisposable {
   private _disposed = false;
   private _probing = false;
   private _comm: Kernel.IComm | null = null;
+  private _commOpen = false;
+  private _pending = new Map<string, IPending>();
   private readonly _probeTimeoutMs: number;
   private readonly _cancelTimeoutMs: number;
+  private readonly _addTimeoutMs: number;
 }
 
 function delay(ms: number): Promise<void> {

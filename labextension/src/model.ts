@@ -100,7 +100,19 @@ export interface Board {
 export type CancelTarget =
   { groups: string[] } | { session: string } | { all: true };
 
-export type Action = 'list' | 'cancel' | 'subscribe' | 'unsubscribe';
+export type Action = 'list' | 'cancel' | 'subscribe' | 'unsubscribe' | 'add';
+
+/** How an `add` ships a file to a session (Spark's addFile / archive / pyFile). */
+export type AddKind = 'file' | 'archive' | 'pyfile';
+
+/** A file added to a session, as an `add` reply reports it. */
+export type Artifact = {
+  name: string;
+  kind: AddKind;
+  size: number;
+  /** Where the driver keeps it. */
+  path: string;
+};
 
 /** A request, whatever the channel. */
 export type Request = {
@@ -111,6 +123,10 @@ export type Request = {
   groups?: string[];
   session?: string;
   all?: true;
+  /** `add` (comm only). */
+  kind?: AddKind;
+  path?: string;
+  alias?: string;
 };
 
 /** The error of an error reply; `message` is one line meant for users. */
@@ -139,6 +155,10 @@ export interface OkReply {
   messages?: string[];
   /** `subscribe` and `unsubscribe`. */
   comm_id?: string;
+  /** `add`: false when the same content was already in the session. */
+  added?: boolean;
+  /** `add`: what the session now holds. */
+  artifact?: Artifact;
 }
 
 export type Reply = OkReply | ErrorReply;
@@ -209,6 +229,78 @@ export function parseCommMessage(data: unknown): CommMessage | null {
     return data as unknown as CommMessage;
   }
   return null;
+}
+
+/** An `add` request (sent on the comm only: it copies files). */
+export function addRequest(
+  session: string,
+  kind: AddKind,
+  path: string,
+  requestId: string,
+  alias?: string
+): Request {
+  const request = makeRequest('add', {
+    request_id: requestId,
+    session,
+    kind,
+    path
+  });
+  if (alias) {
+    request.alias = alias;
+  }
+  return request;
+}
+
+/** The extensions shipped as archives (unpacked on the executors). */
+const ARCHIVE_SUFFIXES = ['.zip', '.jar', '.tar', '.tar.gz', '.tgz'];
+/** The extensions added to the Python path. */
+const PYFILE_SUFFIXES = ['.py', '.egg'];
+
+/**
+ * The kind an `add` uses for a file name: archives (`.zip`, `.jar`, `.tar`,
+ * `.tar.gz`, `.tgz`), Python files (`.py`, `.egg`), else a plain file.
+ */
+export function inferAddKind(fileName: string): AddKind {
+  const name = fileName.toLowerCase();
+  if (ARCHIVE_SUFFIXES.some(suffix => name.endsWith(suffix))) {
+    return 'archive';
+  }
+  if (PYFILE_SUFFIXES.some(suffix => name.endsWith(suffix))) {
+    return 'pyfile';
+  }
+  return 'file';
+}
+
+/** What to tell the user about an `add` reply. */
+export type AddOutcome = {
+  level: 'success' | 'info' | 'error';
+  message: string;
+};
+
+/**
+ * The message of an `add` reply for `fileName` and `session`: success,
+ * info when the same content was already there (`added: false`), or error.
+ */
+export function addOutcome(
+  reply: Reply,
+  fileName: string,
+  session: string
+): AddOutcome {
+  if (reply.status === 'error') {
+    return { level: 'error', message: replyErrorMessage(reply) };
+  }
+  const name = reply.artifact?.name || fileName;
+  if (reply.added === false) {
+    return {
+      level: 'info',
+      message: `'${name}' is already in session '${session}' with the same content.`
+    };
+  }
+  const kind = reply.artifact?.kind ?? 'file';
+  return {
+    level: 'success',
+    message: `Added ${kind} '${name}' to session '${session}'.`
+  };
 }
 
 /** The one-line message of an error reply. */

@@ -61,6 +61,14 @@ function el<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
+/** The followed kernel, for commands acting on it. */
+export interface ISidebarTarget {
+  connection: KernelBoardConnection;
+  model: SidebarModel;
+  /** The notebook's path (relative to the server root, may carry a drive prefix). */
+  notebookPath: string;
+}
+
 /** The sidebar widget. */
 export class SparkSessionsSidebar extends Widget {
   constructor(tracker: INotebookTracker | null, model = new SidebarModel()) {
@@ -85,6 +93,24 @@ export class SparkSessionsSidebar extends Widget {
   /** The connection to the current kernel, if any. */
   get connection(): KernelBoardConnection | null {
     return this._connection;
+  }
+
+  /**
+   * What a command needs to talk to the followed kernel: its connection, the
+   * model, and the path of the notebook (the kernel's working directory is its
+   * directory). Null when no notebook with a running kernel is followed.
+   */
+  currentTarget(): ISidebarTarget | null {
+    const panel = this._panel;
+    const connection = this._connection;
+    if (!panel || !connection || connection.isDisposed) {
+      return null;
+    }
+    return {
+      connection,
+      model: this.model,
+      notebookPath: panel.context?.path ?? ''
+    };
   }
 
   dispose(): void {

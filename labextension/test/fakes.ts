@@ -50,10 +50,15 @@ export class FakeComm {
   onMsg: (msg: any) => void = () => undefined;
   onClose: (msg: any) => void = () => undefined;
   opened: unknown[] = [];
+  sent: any[] = [];
   closed = false;
   isDisposed = false;
   open(data: unknown): void {
     this.opened.push(data);
+  }
+  send(data: unknown): { done: Promise<void> } {
+    this.sent.push(data);
+    return { done: Promise.resolve() };
   }
   close(): void {
     this.closed = true;
@@ -105,9 +110,11 @@ export class FakeSessionContext {
 }
 
 export class FakePanel {
-  constructor(kernel: FakeKernel | null) {
+  constructor(kernel: FakeKernel | null, path = 'Untitled.ipynb') {
     this.sessionContext = new FakeSessionContext(kernel);
+    this.context = { path };
   }
+  context: { path: string };
   sessionContext: FakeSessionContext;
   disposed = new FakeSignal<void>();
 }

@@ -184,3 +184,24 @@ describe('SparkSessionsSidebar', () => {
     expect(q(root, 'jss-empty')[0].textContent).toBe(MESSAGES.noKernel);
   });
 });
+
+describe('SparkSessionsSidebar.currentTarget', () => {
+  it('is null without a notebook, then the connection, model and path', async () => {
+    sidebar = new SparkSessionsSidebar(new FakeTracker() as any);
+    expect(sidebar.currentTarget()).toBeNull();
+    sidebar.dispose();
+
+    const tracker = new FakeTracker();
+    const kernel = new FakeKernel();
+    sidebar = new SparkSessionsSidebar(tracker as any);
+    tracker.setCurrent(new FakePanel(kernel, 'work/nb.ipynb'));
+    const target = sidebar.currentTarget();
+    expect(target?.notebookPath).toBe('work/nb.ipynb');
+    expect(target?.model).toBe(sidebar.model);
+    expect(target?.connection).toBe(sidebar.connection);
+    expect(target?.connection.kernel).toBe(kernel);
+
+    tracker.setCurrent(null);
+    expect(sidebar.currentTarget()).toBeNull();
+  });
+});

@@ -62,3 +62,15 @@ def run_cell(page: Any, index: int) -> None:
 
 def cell_output(page: Any, index: int) -> Any:
     return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
+
+
+SIDEBAR = "#jupyter-spark-sessions-sidebar"
+
+
+def open_sidebar(page: Any) -> Any:
+    tab = page.locator(f"li[data-id='{SIDEBAR[1:]}']")
+    tab.wait_for(timeout=30_000)
+    if not page.locator(SIDEBAR).is_visible():
+        tab.click()
+    page.locator(SIDEBAR).wait_for(state="visible", timeout=10_000)
+    return page.locator(SIDEBAR)

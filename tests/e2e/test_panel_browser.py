@@ -15,6 +15,7 @@ from .notebook import (
     SETUP_CELL,
     cell_output,
     open_notebook,
+    open_sidebar,
     run_all,
     run_cell,
 )
@@ -37,12 +38,20 @@ def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None
         ".jp-InputPrompt", has_text="[*]"
     ).wait_for(timeout=30_000)
     page.locator(".widget-html", has_text=f"{group} running").first.wait_for(timeout=60_000)
+    # The sidebar shows the same board.
+    sidebar = open_sidebar(page)
+    sidebar.locator(
+        f"[data-testid='jss-group'][data-group='{group}'][data-state='running']"
+    ).wait_for(timeout=30_000)
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "panel-running.png"))
 
     cancel.click()  # the cell is still busy: the click must reach the kernel anyway
     cell_output(page, 3).locator("text=SPARK_JOB_CANCELLED").first.wait_for(timeout=30_000)
     page.locator(".widget-html", has_text=f"{group} cancelled").first.wait_for(timeout=30_000)
+    sidebar.locator(
+        f"[data-testid='jss-group'][data-group='{group}'][data-state='cancelled']"
+    ).wait_for(timeout=30_000)
 
     run_cell(page, 4)
     cell_output(page, 4).locator("text=b result: {'sum': 45}").wait_for(timeout=120_000)

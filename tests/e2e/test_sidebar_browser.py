@@ -17,23 +17,23 @@ from .notebook import (
     SETUP_CELL,
     cell_output,
     open_notebook,
+    open_sidebar,
     run_all,
     run_cell,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
-SIDEBAR = "#jupyter-spark-sessions-sidebar"
+
+# Run only after the file was added from the file browser (the last test).
+READ_UI_FILE_CELL = """%%spark_session a
+from pyspark.sql.functions import udf
+@udf('string')
+def _read_ui(p):
+    return open(p).read()
+rows = spark.createDataFrame([('ui_lookup.csv',)], 'p string').select(_read_ui('p'))
+print('ui file:', rows.first()[0])"""
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
-
-
-def open_sidebar(page: Any) -> Any:
-    tab = page.locator(f"li[data-id='{SIDEBAR[1:]}']")
-    tab.wait_for(timeout=30_000)
-    if not page.locator(SIDEBAR).is_visible():
-        tab.click()
-    page.locator(SIDEBAR).wait_for(state="visible", timeout=10_000)
-    return page.locator(SIDEBAR)
 
 
 def set_theme(page: Any, name: str) -> None:
@@ -45,7 +45,8 @@ def set_theme(page: Any, name: str) -> None:
 
 def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, page: Any) -> None:
     sidebar = open_sidebar(page)
-    lab.write_notebook("sidebar.ipynb", [SETUP_CELL, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL])
+    cells = [SETUP_CELL, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL, READ_UI_FILE_CELL]
+    lab.write_notebook("sidebar.ipynb", cells)
     open_notebook(page, lab.url, lab.token, "sidebar.ipynb")
     sidebar = open_sidebar(page)
     empty = sidebar.locator("[data-testid='jss-empty']")
@@ -97,3 +98,27 @@ def test_kernel_restart_shows_the_empty_state_then_new_sessions(lab: LabServer, 
         sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
             timeout=120_000
         )
+
+
+def test_a_file_added_from_the_file_browser_is_read_by_the_sessions_udf(
+    lab: LabServer, page: Any
+) -> None:
+    sidebar = open_sidebar(page)
+    sidebar.locator("[data-testid='jss-session'][data-session='a']").wait_for(timeout=60_000)
+    lab.api(
+        "PUT",
+        "/api/contents/ui_lookup.csv",
+        {"type": "file", "format": "text", "content": "added from the UI"},
+    )
+    # The file browser refreshes its listing by itself every few seconds.
+    item = page.locator(".jp-DirListing-itemName", has_text="ui_lookup.csv")
+    item.wait_for(timeout=60_000)
+    item.click(button="right")
+    page.locator(".lm-Menu-itemLabel", has_text="Add to Spark Session…").click()
+    page.locator(".jp-Dialog select").select_option("a")
+    page.locator(".jp-Dialog button", has_text="Add").click()
+    page.locator(".jp-toast-message, .Toastify__toast", has_text="ui_lookup.csv").first.wait_for(
+        timeout=30_000
+    )
+    run_cell(page, 4)
+    cell_output(page, 4).locator("text=ui file: added from the UI").wait_for(timeout=120_000)
