@@ -86,14 +86,14 @@ class UnpackResult:
 def archive_kind(path: Path) -> Literal["zip", "tar"]:
     """``"zip"`` for ``.zip``/``.jar``, ``"tar"`` for ``.tar``/``.tar.gz``/``.tgz``
     (case-insensitive); any other name is an ArtifactError listing the supported types."""
-    suffix = _archive_suffix(path)
+    suffix = archive_suffix(path)
     return "zip" if suffix in _ZIP_SUFFIXES else "tar"
 
 
 def default_alias(path: Path) -> str:
     """The archive's name without its archive suffix: ``lookup.tar.gz`` -> ``lookup``,
     ``My Data.tgz`` -> ``My Data``."""
-    suffix = _archive_suffix(path)
+    suffix = archive_suffix(path)
     alias = path.name[: -len(suffix)]
     if not alias:
         raise ArtifactError(
@@ -545,7 +545,8 @@ class _TarReader:
         self._stream.close()
 
 
-def _archive_suffix(path: Path) -> str:
+def archive_suffix(path: Path) -> str:
+    """The archive suffix of ``path`` (one of ARCHIVE_SUFFIXES); ArtifactError if none."""
     lower = path.name.lower()
     for suffix in ARCHIVE_SUFFIXES:
         if lower.endswith(suffix):

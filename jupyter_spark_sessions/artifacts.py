@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .archives import ArchiveLimits, archive_kind, default_alias, unpack_archive
+from .archives import ArchiveLimits, archive_kind, archive_suffix, default_alias, unpack_archive
 from .errors import ArtifactError
 
 Kind = Literal["file", "archive", "pyfile"]
@@ -126,7 +126,7 @@ class SessionArtifacts:
             copy = self._temp_path()
             try:
                 _copy(source, copy)
-                suffix = _archive_suffix(source)
+                suffix = archive_suffix(source)
                 self._hand_to_spark(f"archives/{name}{suffix}", copy, name)
             except BaseException:
                 _remove(copy)
@@ -307,14 +307,6 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: stream.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _archive_suffix(path: Path) -> str:
-    lower = path.name.lower()
-    for suffix in (".tar.gz", ".tgz", ".tar", ".zip", ".jar"):
-        if lower.endswith(suffix):
-            return suffix
-    raise ArtifactError(f"Unsupported archive type: {path.name}")  # archive_kind said ok
 
 
 # A .zip/.egg on a classic session lands in the UDF's working directory, which is on

@@ -408,7 +408,7 @@ class JobBoard:
         if not group_ids:
             return snapshot
         groups = tuple(
-            _replace_group(g, state="cancelling", cancel_requested_at=now)
+            replace(g, state="cancelling", cancel_requested_at=now)
             if g.id in group_ids and g.state == "running"
             else g
             for g in snapshot.groups
@@ -477,7 +477,7 @@ class JobBoard:
             )
             content = _content(snapshot)
             if content != _content(previous):
-                snapshot = _with_seq(snapshot, previous.seq + 1)
+                snapshot = replace(snapshot, seq=previous.seq + 1)
             else:
                 snapshot = previous
             self._snapshot = snapshot
@@ -533,16 +533,8 @@ def _which(session: str | None, everything: bool) -> str:
     return "any session" if everything else f"session '{session}'"
 
 
-def _replace_group(group: GroupView, **changes: Any) -> GroupView:
-    return replace(group, **changes)
-
-
 def _content(snapshot: BoardSnapshot) -> tuple[Any, ...]:
     return (snapshot.sessions, snapshot.groups, snapshot.other_running_jobs, snapshot.error)
-
-
-def _with_seq(snapshot: BoardSnapshot, seq: int) -> BoardSnapshot:
-    return replace(snapshot, seq=seq)
 
 
 # -- the producer ------------------------------------------------------------------------
@@ -618,7 +610,7 @@ class BoardPoller:
             return self.board.update([], {}, 0, sessions)
         reader = self._reader_for(sc)
         total = reader.total_jobs()
-        running = [d for d in reader.running_jobs()]
+        running = reader.running_jobs()
         running_ids = {int(d["jobId"]) for d in running}
         ended = (self._last_running | set(range(self._last_total, total))) - running_ids
         wanted = sorted(ended | set(self.board.settling_job_ids()))[-_MAX_ENDED_PER_POLL:]
@@ -654,7 +646,7 @@ class BoardPoller:
             if data is not None:
                 stages[stage_id] = parse_stage(data)
         return [
-            _replace_job(j, stages=tuple(stages[s] for s in j.stage_ids if s in stages))
+            replace(j, stages=tuple(stages[s] for s in j.stage_ids if s in stages))
             if j.running
             else j
             for j in jobs
@@ -680,10 +672,6 @@ class BoardPoller:
                 )
             )
         return views
-
-
-def _replace_job(job: JobView, **changes: Any) -> JobView:
-    return replace(job, **changes)
 
 
 def _one_line(exc: BaseException) -> str:
