@@ -316,11 +316,18 @@ def test_panel_cancel_click_on_a_subshell_cancels_while_the_cell_is_busy(
     )
     result = kernel.collect(busy, timeout=60)
     assert "SPARK_JOB_CANCELLED" in result.error_value + "".join(result.traceback)
-    # The panel shows the state Spark reported.
-    kernel.wait_for_iopub(
-        lambda m: f"<code>{group['id']}</code> <b>cancelled</b>" in str(widget_state(m)),
-        timeout=30,
+    # The panel shows the state Spark reported. Read from the widget in the kernel (the
+    # state a frontend mirrors) rather than from one IOPub message among the hundreds
+    # the panel sends, which a loaded run can fall behind on.
+    wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
+    label = (
+        "get_ipython().magics_manager.registry['SparkSessionMagics']._panel"
+        f"._group_rows[{group['id']!r}].label.value"
     )
+    deadline = time.monotonic() + 10
+    while f"<code>{group['id']}</code> <b>cancelled</b>" not in kernel.value(label):
+        assert time.monotonic() < deadline, kernel.value(label)
+        time.sleep(0.2)
 
 
 def test_files_are_added_over_the_comm_and_read_by_the_sessions_udf(sessions: Kernel) -> None:
