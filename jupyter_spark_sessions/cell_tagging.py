@@ -53,7 +53,7 @@ class CellJobTagging:
             return  # nothing managed: no cost on cells
         managed = self.registry.find(self.shell.user_ns.get("spark"))
         if managed is not None:
-            self._push(managed.name, managed.sc)
+            self._push(managed.name, managed.tag_target)
 
     def current_count(self) -> int:
         """The execution count of the cell this thread is running (as frontends show it)."""
@@ -69,12 +69,12 @@ class CellJobTagging:
             return
         if pushed:
             self._pop()
-        self._push(name, self.registry.get(name).sc)
+        self._push(name, self.registry.get(name).tag_target)
 
-    def _push(self, name: str, sc: Any) -> None:
+    def _push(self, name: str, target: Any) -> None:
         count = self.current_count()
         try:
-            self.registry.tagger.push(sc, name, count)
+            self.registry.tagger.push(target, name, count)
         except Exception:  # a stopped context must not break every cell
             log.warning("could not tag the jobs of this cell for session %r", name)
             return

@@ -56,6 +56,30 @@ class SparkSessionsConfig(Configurable):
         "Ignored when a SparkContext already runs.",
     ).tag(config=True)
 
+    connect_master = Unicode(
+        "local[*]",
+        help="Master URL of the Spark Connect server `create NAME --remote local` starts "
+        "(once per kernel, in a child process; stopped at kernel shutdown).",
+    ).tag(config=True)
+
+    connect_conf = Dict(
+        key_trait=Unicode(),
+        value_trait=Unicode(),
+        default_value={},
+        help="Spark settings for the local Spark Connect server (`--remote local`).",
+    ).tag(config=True)
+
+    connect_start_timeout = Float(
+        120.0,
+        help="Seconds to wait for the local Spark Connect server to accept connections.",
+    ).tag(config=True)
+
+    connect_retry_seconds = Float(
+        5.0,
+        help="About how long a Spark Connect call retries an unreachable server before it "
+        "fails (the client's default is 10 minutes, which would hang the cell).",
+    ).tag(config=True)
+
     release_timeout = Float(
         600.0,
         help="Seconds `stop` waits in the background for a session's cancelled jobs to "

@@ -12,6 +12,8 @@ else that escapes is a bug and keeps its traceback.
     +-- ContextStoppedError      the SparkContext was stopped behind the project's back
     +-- MasterMismatchError      --master differs from the running SparkContext's
     +-- JavaNotFoundError        no usable Java to start Spark
+    +-- ArtifactError            a file that cannot be added to a session
+    +-- ConnectError             a Spark Connect server that cannot be reached or used
 """
 
 from __future__ import annotations
@@ -56,3 +58,7 @@ class JavaNotFoundError(SparkSessionsError):
 class ArtifactError(SparkSessionsError):
     """A file, archive or Python file cannot be added to a session (missing, unreadable,
     unsupported, unsafe, over a limit, or clashing with one already added)."""
+
+
+class ConnectError(SparkSessionsError):
+    """A Spark Connect server that is unreachable, refuses the session, or went away."""

@@ -8,10 +8,12 @@ Format (documented in docs/job-tags.md):
   whose id shown to users is ``<session>:<execution count>``.
 
 Session names cannot contain ``:`` or ``,`` (Spark tags cannot hold a comma), so a tag
-parses back unambiguously. Tags are added with ``SparkContext.addJobTag`` in the thread
-that runs the cell: PySpark pins each Python thread to its own JVM thread, and Spark
-keeps tags per JVM thread. ``SparkSession.addTag``/``interruptTag`` are NOT used: in
-classic mode they are rewritten per thread and cannot cancel from another thread.
+parses back unambiguously. Classic sessions: tags are added with
+``SparkContext.addJobTag`` in the thread that runs the cell: PySpark pins each Python
+thread to its own JVM thread, and Spark keeps tags per JVM thread.
+``SparkSession.addTag``/``interruptTag`` are NOT used there: in classic mode they are
+rewritten per thread and cannot cancel from another thread. Spark Connect sessions:
+``SparkSession.addTag`` (per client thread), and ``interruptTag`` works from any thread.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from pyspark import SparkContext
+from .backends import connect
 
 TAG_PREFIX = "jss:"
 
@@ -67,7 +68,7 @@ def parse_tag(tag: str) -> tuple[str, int | None] | None:
 
 @dataclass
 class _AppliedTags:
-    sc: SparkContext
+    target: Any  # the SparkContext (classic) or the Connect SparkSession
     tags: tuple[str, ...]
     interrupt_before: str | None = None  # the thread's setting, restored on removal
 
@@ -89,12 +90,13 @@ class ThreadJobTagger:
             stack = self._local.stack = []
         return stack
 
-    def push(self, sc: SparkContext, session_name: str, execution_count: int) -> None:
-        """Tag the current thread's jobs as ``session_name``'s cell ``execution_count``."""
+    def push(self, target: Any, session_name: str, execution_count: int) -> None:
+        """Tag the current thread's jobs as ``session_name``'s cell ``execution_count``;
+        ``target`` is the session's SparkContext (classic) or its Connect session."""
         stack = self._stack()
         if stack:
             _remove(stack[-1])
-        applied = _AppliedTags(sc, cell_tags(session_name, execution_count))
+        applied = _AppliedTags(target, cell_tags(session_name, execution_count))
         stack.append(applied)
         _add(applied)
 
@@ -113,9 +115,9 @@ class ThreadJobTagger:
         return stack[-1].tags if stack else ()
 
     @contextmanager
-    def tagged(self, sc: SparkContext, session_name: str, execution_count: int) -> Iterator[None]:
+    def tagged(self, target: Any, session_name: str, execution_count: int) -> Iterator[None]:
         """Tag the current thread's jobs for the duration of a ``with`` block."""
-        self.push(sc, session_name, execution_count)
+        self.push(target, session_name, execution_count)
         try:
             yield
         finally:
@@ -123,7 +125,10 @@ class ThreadJobTagger:
 
 
 def _add(applied: _AppliedTags) -> None:
-    sc = applied.sc
+    if connect.is_connect_session(applied.target):
+        connect.add_tags(applied.target, applied.tags)
+        return
+    sc = applied.target
     if sc._jsc is None:  # stopped from Python: its jobs cannot run, nothing to tag
         return
     for tag in applied.tags:
@@ -133,9 +138,12 @@ def _add(applied: _AppliedTags) -> None:
 
 
 def _remove(applied: _AppliedTags) -> None:
-    sc = applied.sc
+    if connect.is_connect_session(applied.target):
+        connect.remove_tags(applied.target, applied.tags)
+        return
+    sc = applied.target
     if sc._jsc is None:  # the context was stopped meanwhile: nothing to untag
         return
     for tag in applied.tags:
         sc.removeJobTag(tag)
-    sc.setLocalProperty(_INTERRUPT_ON_CANCEL, applied.interrupt_before)  # type: ignore[arg-type]
+    sc.setLocalProperty(_INTERRUPT_ON_CANCEL, applied.interrupt_before)

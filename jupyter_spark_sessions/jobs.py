@@ -10,6 +10,10 @@ is always the one Spark reported, never one written by the cancel itself.
 A poll costs a few py4j round trips: the job count, the running jobs as one JSON reply,
 and one reply per job that ended since the last poll or still has tasks winding down.
 Never one per task: the cost does not grow with a job's task count.
+
+Spark Connect lists no jobs to a client: for Connect sessions the board shows the
+operations this kernel's cells submitted (one "job" each), from the progress reports the
+server streams with every query, and their end as the client saw it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import job_tags
+from .backends import connect
 from .errors import UnknownGroupError, UnknownSessionError
 
 if TYPE_CHECKING:
@@ -89,6 +94,8 @@ class JobView:
     stage_ids: tuple[int, ...]
     kill_reasons: tuple[str, ...] = ()
     stages: tuple[StageView, ...] = ()
+    #: Spark Connect: the operation this "job" stands for ("" for classic jobs).
+    operation_id: str = ""
 
     @property
     def running(self) -> bool:
@@ -130,6 +137,8 @@ class SessionView:
     session_id: str
     isolated: bool
     directory: str
+    #: Why the session's server cannot be used now ("" when it can; Connect only).
+    disconnected: str = ""
 
 
 @dataclass(frozen=True)
@@ -260,6 +269,7 @@ class _Group:
     noted_at: float = field(default_factory=time.time)
     cell_running: bool = False
     job_ids: list[int] = field(default_factory=list)
+    operation_ids: list[str] = field(default_factory=list)
     cancel_requested_at: float | None = None
     cancel_job_ids: frozenset[int] = frozenset()
 
@@ -288,6 +298,9 @@ class JobBoard:
         self._lock = threading.Lock()
         self._groups: dict[str, _Group] = {}
         self._jobs: dict[int, JobView] = {}
+        self._operations: dict[str, JobView] = {}  # Spark Connect operations by id
+        self._other_operations: set[str] = set()  # running, outside any managed cell
+        self._connect_problems: dict[str, str] = {}  # session -> why it is unusable
         self._snapshot = BoardSnapshot(seq=0, updated_at=time.time())
         self._pending_cancels: list[tuple[str, tuple[str, ...]]] = []  # (session, tags)
         self._listeners: dict[Listener, bool] = {}  # listener -> owed a call
@@ -340,6 +353,108 @@ class JobBoard:
             if group is not None:
                 group.cell_running = False
         self.wake.set()
+
+    # -- what Spark Connect sessions report -------------------------------------------
+
+    def operation_reporter(
+        self, session: str
+    ) -> Callable[[str, set[str], list[tuple[int, int, int, bool]], int, bool], None]:
+        """The progress callback for Connect session ``session``: called in the thread
+        running an operation, with that thread's tags (which name the cell's group)."""
+
+        def report(
+            operation_id: str,
+            tags: set[str],
+            stages: list[tuple[int, int, int, bool]],
+            inflight_tasks: int,
+            done: bool,
+        ) -> None:
+            error = connect.operation_error() if done else None  # only readable here
+            key = None
+            for tag in tags:
+                parsed = job_tags.parse_tag(tag)
+                if parsed is not None and parsed[0] == session and parsed[1] is not None:
+                    key = (parsed[0], parsed[1])
+            self.record_operation(session, key, operation_id, stages, inflight_tasks, done, error)
+
+        return report
+
+    def record_operation(
+        self,
+        session: str,
+        key: tuple[str, int] | None,
+        operation_id: str,
+        stages: list[tuple[int, int, int, bool]],
+        inflight_tasks: int,
+        done: bool,
+        error: BaseException | None = None,
+    ) -> None:
+        """A progress report of one Connect operation (``key``: its cell's group)."""
+        now = time.time()
+        with self._lock:
+            if done:
+                self._note_connect_outcome(session, error)
+            if key is None:
+                if done:
+                    self._other_operations.discard(operation_id)
+                else:
+                    self._other_operations.add(operation_id)
+                return
+            gid = job_tags.group_id(*key)
+            group = self._groups.get(gid)
+            if group is None:
+                group = self._groups[gid] = _Group(*key)
+            previous = self._operations.get(operation_id)
+            if previous is None:
+                group.operation_ids.append(operation_id)
+            self._operations[operation_id] = operation_view(
+                operation_id,
+                previous.id if previous else len(self._operations) + 1,
+                previous.submitted_at or now if previous else now,
+                stages,
+                inflight_tasks,
+                now if done else None,
+                done,
+                error,
+            )
+        self.wake.set()
+
+    def _note_connect_outcome(self, session: str, error: BaseException | None) -> None:
+        if error is None:
+            self._connect_problems.pop(session, None)
+        elif connect.is_connection_error(error):
+            self._connect_problems[session] = connect.error_line(error)
+        elif connect.is_lost_session(error):
+            self._connect_problems[session] = (
+                "the server no longer knows this session (restarted?): stop it and create it again"
+            )
+
+    def note_connect_error(self, session: str, error: BaseException) -> None:
+        """A call for Connect session ``session`` failed (an interrupt, a check)."""
+        with self._lock:
+            self._note_connect_outcome(session, error)
+        self.wake.set()
+
+    def connect_problem(self, session: str) -> str:
+        """Why the Connect session ``session`` cannot be used, as last observed."""
+        with self._lock:
+            return self._connect_problems.get(session, "")
+
+    def running_operations(self, session: str) -> int:
+        """How many operations of Connect session ``session`` have not ended."""
+        with self._lock:
+            return sum(
+                1
+                for g in self._groups.values()
+                if g.session == session
+                for op in g.operation_ids
+                if self._operations[op].running
+            )
+
+    def forget_session(self, session: str) -> None:
+        """A session was stopped: its problems no longer apply (its groups stay)."""
+        with self._lock:
+            self._connect_problems.pop(session, None)
 
     # -- cancel requests ---------------------------------------------------------------
 
@@ -492,8 +607,15 @@ class JobBoard:
                 log.exception("a job board listener failed")
         return snapshot
 
+    def other_operations(self) -> int:
+        """Running Connect operations outside any managed cell."""
+        with self._lock:
+            return len(self._other_operations)
+
     def _view(self, group: _Group) -> GroupView:
-        jobs = tuple(self._jobs[i] for i in group.job_ids if i in self._jobs)
+        jobs = tuple(self._jobs[i] for i in group.job_ids if i in self._jobs) + tuple(
+            self._operations[o] for o in group.operation_ids
+        )
         tasks = sum((j.tasks for j in jobs), TaskCounts())
         submitted = [j.submitted_at for j in jobs if j.submitted_at is not None]
         completed = [j.completed_at for j in jobs if j.completed_at is not None]
@@ -521,12 +643,57 @@ class JobBoard:
         excess = len(finished) - self.config.retained_groups
         dropped = {v.id for v in finished[: max(0, excess)]}
         for gid in dropped:
-            for job_id in self._groups.pop(gid).job_ids:
+            group = self._groups.pop(gid)
+            for job_id in group.job_ids:
                 self._jobs.pop(job_id, None)
+            for operation_id in group.operation_ids:
+                self._operations.pop(operation_id, None)
         # Cells that ran no Spark job leave no group behind.
-        for gid in [g.id for g in self._groups.values() if not g.job_ids and not g.cell_running]:
+        for gid in [
+            g.id
+            for g in self._groups.values()
+            if not g.job_ids and not g.operation_ids and not g.cell_running
+        ]:
             del self._groups[gid]
         return [v for v in shown if v.id not in dropped]
+
+
+def operation_view(
+    operation_id: str,
+    number: int,
+    submitted_at: float,
+    stages: list[tuple[int, int, int, bool]],
+    inflight_tasks: int,
+    completed_at: float | None,
+    done: bool,
+    error: BaseException | None,
+) -> JobView:
+    """A Connect operation as a ``JobView``: its stages' task counts as reported, and
+    the end the client saw (an interrupted one fails with OPERATION_CANCELED)."""
+    total = sum(tasks for _, tasks, _, _ in stages)
+    completed = sum(finished for _, _, finished, _ in stages)
+    status = "RUNNING"
+    reasons: tuple[str, ...] = ()
+    if done:
+        status = "FAILED" if error is not None else "SUCCEEDED"
+        if connect.is_cancellation(error):
+            reasons = (connect.error_line(error),)  # type: ignore[arg-type]
+    return JobView(
+        id=number,
+        name=f"operation {operation_id[:8]}",
+        status=status,
+        submitted_at=submitted_at,
+        completed_at=completed_at,
+        tasks=TaskCounts(total=total, active=0 if done else inflight_tasks, completed=completed),
+        stage_ids=tuple(stage_id for stage_id, _, _, _ in stages),
+        kill_reasons=reasons,
+        stages=tuple(
+            StageView(id=stage_id, name="", attempt=0, tasks=TaskCounts(total=n, completed=c))
+            for stage_id, n, c, stage_done in stages
+            if not stage_done and not done
+        ),
+        operation_id=operation_id,
+    )
 
 
 def _which(session: str | None, everything: bool) -> str:
@@ -555,6 +722,7 @@ class BoardPoller:
         self._master = ""
         self._last_total = 0
         self._last_running: set[int] = set()
+        self._reachability: dict[str, tuple[float, str]] = {}  # server -> (when, why not)
 
     def start(self) -> None:
         """Start the thread (idempotent)."""
@@ -597,17 +765,23 @@ class BoardPoller:
         registry = self.board.registry
         for session, tags in self.board.take_pending_cancels():
             try:
-                session_context = registry.get(session).sc
+                managed = registry.get(session)
             except UnknownSessionError:
                 continue  # stopped meanwhile: `stop` already cancelled its jobs
-            if not classic.context_is_stopped(session_context):
+            if managed.stopped:
+                continue
+            if managed.is_connect:
+                self._interrupt(session, managed, tags)
+            else:
                 for tag in tags:
-                    session_context.cancelJobsWithTag(tag)
+                    managed.sc.cancelJobsWithTag(tag)
         sessions = self._sessions()
-        sc = classic.active_context() if len(registry) else None
+        other_operations = self.board.other_operations()
+        has_classic = any(s.backend == "classic" for s in sessions)
+        sc = classic.active_context() if has_classic else None
         if sc is None or classic.context_is_stopped(sc):
             self._reader = None
-            return self.board.update([], {}, 0, sessions)
+            return self.board.update([], {}, other_operations, sessions)
         reader = self._reader_for(sc)
         total = reader.total_jobs()
         running = reader.running_jobs()
@@ -619,8 +793,19 @@ class BoardPoller:
         keys = {int(d["jobId"]): k for d in data if (k := group_key(d)) is not None}
         jobs = [parse_job(d) for d in data if int(d["jobId"]) in keys]
         jobs = self._with_stages(reader, jobs)
-        other = sum(1 for job_id in running_ids if job_id not in keys)
+        other = sum(1 for job_id in running_ids if job_id not in keys) + other_operations
         return self.board.update(jobs, keys, other, sessions)
+
+    def _interrupt(self, session: str, managed: Any, tags: tuple[str, ...]) -> None:
+        # A whole session: interruptAll (every operation of it, any thread). Run off
+        # this thread: a server that does not answer must not stall the board.
+        def done(_: list[str], error: BaseException | None) -> None:
+            if error is not None:
+                log.warning("interrupting Spark Connect session %r failed: %s", session, error)
+                self.board.note_connect_error(session, error)
+
+        everything = tags == managed.cancel_tags
+        connect.interrupt_in_background(managed.session, None if everything else tags, done)
 
     def _reader_for(self, sc: Any) -> Any:
         from .backends import classic
@@ -665,13 +850,27 @@ class BoardPoller:
                     name=managed.name,
                     origin=managed.origin,
                     backend=managed.backend,
-                    master=self._master,
+                    master=managed.endpoint.display if managed.endpoint else self._master,
                     session_id=managed.session_id,
                     isolated=managed.isolated,
                     directory=str(managed.directory),
+                    disconnected=self._connect_state(managed) if managed.is_connect else "",
                 )
             )
         return views
+
+    def _connect_state(self, managed: Any) -> str:
+        # A TCP check per server at most every idle interval (cheap, bounded), plus
+        # what the session's own calls last reported.
+        endpoint = managed.endpoint
+        now = time.monotonic()
+        checked = self._reachability.get(endpoint.display)
+        if checked is None or now - checked[0] >= self.board.config.idle_poll_interval:
+            checked = (now, connect.reachable(endpoint, timeout=0.5))
+            self._reachability[endpoint.display] = checked
+        if checked[1]:
+            return f"{endpoint.display} unreachable: {checked[1]}"
+        return self.board.connect_problem(managed.name)
 
 
 def _one_line(exc: BaseException) -> str:

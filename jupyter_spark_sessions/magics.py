@@ -57,7 +57,8 @@ def _build_parser() -> MagicArgumentParser:
     create = add(
         "create",
         "Create an isolated session NAME (its own SQL conf, temp views, UDFs and files), "
-        "starting the shared SparkContext when none runs.",
+        "starting the shared SparkContext when none runs; with --remote, a Spark Connect "
+        "session.",
     )
     create.add_argument("name", metavar="NAME")
     create.add_argument(
@@ -72,6 +73,12 @@ def _build_parser() -> MagicArgumentParser:
         metavar="URL",
         help="Master of the SparkContext to start (default: the configured "
         "SparkSessionsConfig.default_master); only when no context runs yet.",
+    )
+    create.add_argument(
+        "--remote",
+        metavar="URL",
+        help="A Spark Connect session instead: sc://HOST:PORT, or 'local' for a local "
+        "Connect server this kernel starts (once) and stops at shutdown.",
     )
 
     adopt = add(
@@ -253,9 +260,10 @@ class SparkSessionMagics(Magics):
 
     def _cmd_create(self, args: argparse.Namespace) -> None:
         conf = parse_conf_pairs(args.conf)
-        managed = self.registry.create(args.name, conf=conf, master=args.master)
+        managed = self.registry.create(args.name, conf=conf, master=args.master, remote=args.remote)
+        where = f"Spark Connect {managed.master}" if managed.is_connect else managed.master
         print(
-            f"Created session '{managed.name}' on {managed.sc.master} "
+            f"Created session '{managed.name}' on {where} "
             f"(bind it with `%spark_session use {managed.name}`)."
         )
 

@@ -18,15 +18,17 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import job_tags
 from .archives import ArchiveLimits
 from .artifacts import AddResult, Artifact, SessionArtifacts
-from .backends import classic
+from .backends import classic, connect
 from .config import SparkSessionsConfig
 from .errors import (
     ArtifactError,
+    ConfError,
+    ConnectError,
     ContextStoppedError,
     MasterMismatchError,
     NotASparkSessionError,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Origin = Literal["created", "adopted"]
+Backend = Literal["classic", "connect"]
 
 # Letters, digits, '_', '.', '-'; never ':' or ',' (they would break job tags).
 _NAME_PATTERN = re.compile(r"[^\W\d][\w.-]{0,63}")
@@ -62,26 +65,57 @@ class ManagedSession:
     """A SparkSession registered under a name."""
 
     name: str
-    session: SparkSession
+    session: Any  # a classic SparkSession, or a Spark Connect one (see ``backend``)
     origin: Origin
     session_id: str
     spark_job_tag: str
     directory: Path
     isolated: bool
     artifacts: SessionArtifacts
-    backend: Literal["classic"] = "classic"
+    backend: Backend = "classic"
+    #: Spark Connect only: where the server is (``display`` carries no token).
+    endpoint: connect.Endpoint | None = None
     registered_at: float = field(default_factory=time.time)
+    #: Spark Connect only: the progress handler feeding the job board.
+    progress_handler: Any = None
 
     @property
     def sc(self) -> SparkContext:
-        """The SparkContext the session runs on."""
+        """The SparkContext the session runs on (classic sessions only)."""
         sc: SparkContext = self.session.sparkContext
         return sc
 
     @property
-    def cancel_tags(self) -> tuple[str, str]:
+    def is_connect(self) -> bool:
+        return self.backend == "connect"
+
+    @property
+    def tag_target(self) -> Any:
+        """What carries this session's job tags: the SparkContext (classic, per JVM
+        thread) or the Connect session (per client thread)."""
+        return self.session if self.is_connect else self.sc
+
+    @property
+    def master(self) -> str:
+        """The master URL (classic) or the Connect server's address, without token."""
+        if self.endpoint is not None:
+            return self.endpoint.display
+        return "(stopped)" if self.stopped else str(self.sc.master)
+
+    @property
+    def stopped(self) -> bool:
+        """True when the session can no longer run anything (context or client stopped)."""
+        if self.is_connect:
+            return connect.is_stopped(self.session)
+        return classic.context_is_stopped(self.sc)
+
+    @property
+    def cancel_tags(self) -> tuple[str, ...]:
         """Tags that together cover every job of this session: Spark's own session tag
-        (SQL jobs from any thread) and this project's (every job run from its cells)."""
+        (SQL jobs from any thread) and this project's (every job run from its cells).
+        A Connect session is cancelled as a whole with ``interruptAll`` instead."""
+        if self.is_connect:
+            return (job_tags.session_tag(self.name),)
         return self.spark_job_tag, job_tags.session_tag(self.name)
 
 
@@ -136,6 +170,8 @@ class SessionRegistry:
         self._stopped: set[str] = set()
         self._releases: dict[str, Release] = {}
         self._owned_context: SparkContext | None = None
+        self._connect_lock = threading.Lock()
+        self._connect_server: connect.LocalConnectServer | None = None
         #: Job groups of the registered sessions, kept current by ``board_poller``
         #: (started with the first session).
         self.board = JobBoard(self, self.config)
@@ -165,10 +201,11 @@ class SessionRegistry:
                 )
         raise UnknownSessionError(f"No session named '{name}' (registered: {known}).")
 
-    def session(self, name: str) -> SparkSession:
-        """The SparkSession registered as ``name``, checked to be usable."""
+    def session(self, name: str) -> Any:
+        """The SparkSession (classic or Connect) registered as ``name``, checked to be
+        usable."""
         managed = self.get(name)
-        classic.require_running(managed.sc, name)
+        _require_usable(managed)
         return managed.session
 
     def find(self, session: object) -> ManagedSession | None:
@@ -183,13 +220,16 @@ class SessionRegistry:
     def info(self, name: str) -> SessionInfo:
         """What is known about session ``name`` now."""
         managed = self.get(name)
-        running = not classic.context_is_stopped(managed.sc)
-        jobs = len(classic.active_job_ids(managed.sc, managed.cancel_tags)) if running else 0
+        running = not managed.stopped
+        if managed.is_connect:
+            jobs = self.board.running_operations(name)
+        else:
+            jobs = len(classic.active_job_ids(managed.sc, managed.cancel_tags)) if running else 0
         return SessionInfo(
             name=managed.name,
             origin=managed.origin,
             backend=managed.backend,
-            master=str(managed.sc.master) if running else "(stopped)",
+            master=managed.master,
             session_id=managed.session_id,
             directory=str(managed.directory),
             running_jobs=jobs,
@@ -210,21 +250,60 @@ class SessionRegistry:
     # -- create / adopt --------------------------------------------------------------
 
     def create(
-        self, name: str, conf: Mapping[str, str] | None = None, master: str | None = None
+        self,
+        name: str,
+        conf: Mapping[str, str] | None = None,
+        master: str | None = None,
+        remote: str | None = None,
     ) -> ManagedSession:
-        """Create an isolated session ``name``, starting the shared SparkContext on
-        ``master`` (default: the configured one) when none runs."""
+        """Create an isolated session ``name``: on the shared SparkContext, started on
+        ``master`` (default: the configured one) when none runs; or, with ``remote``
+        (``sc://host:port`` or ``local``), a Spark Connect session."""
         check_session_name(name)
+        if remote is not None and master is not None:
+            raise ConnectError(
+                "--master and --remote do not go together: a Connect server has its own "
+                "master (for --remote local, set SparkSessionsConfig.connect_master)."
+            )
         with self._reserve(name):
-            root = self._root_session(master)
             settings = {**self.config.session_defaults, **(conf or {})}
+            if remote is not None:
+                endpoint = self._connect_endpoint(remote)
+                remote_session = connect.open_session(endpoint, self.config.connect_retry_seconds)
+                try:
+                    _apply_connect_conf(remote_session, settings)
+                except BaseException:
+                    connect.release(remote_session)
+                    raise
+                return self._register(
+                    name, remote_session, "created", isolated=True, endpoint=endpoint
+                )
+            root = self._root_session(master)
             session = classic.new_isolated_session(root, settings)
             return self._register(name, session, "created", isolated=True)
 
     def adopt(self, name: str, session: object, what: str | None = None) -> ManagedSession:
         """Register an existing SparkSession as ``name``; it will never be stopped by
-        this project. Artifact isolation is switched on if the session ran no query yet."""
+        this project. Artifact isolation is switched on if the session ran no query yet
+        (a Spark Connect session is always isolated)."""
         check_session_name(name)
+        if connect.is_connect_session(session):
+            remote_session = connect.require_session(session, what or "The object to adopt")
+            with self._reserve(name):
+                if connect.is_stopped(remote_session):
+                    raise ConnectError("That Spark Connect session is stopped: nothing to adopt.")
+                other = self.find(session)
+                if other is not None:
+                    raise NotASparkSessionError(
+                        f"That SparkSession is already registered as '{other.name}'."
+                    )
+                return self._register(
+                    name,
+                    session,
+                    "adopted",
+                    isolated=True,
+                    endpoint=connect.session_endpoint(remote_session),
+                )
         spark = classic.require_session(session, what or "The object to adopt")
         with self._reserve(name):
             if classic.context_is_stopped(spark.sparkContext):
@@ -270,26 +349,65 @@ class SessionRegistry:
             self._owned_context = root.sparkContext
             return root
 
+    def _connect_endpoint(self, remote: str) -> connect.Endpoint:
+        if remote != connect.LOCAL:
+            return connect.parse_remote(remote)
+        with self._connect_lock:
+            server = self._connect_server
+            if server is not None and server.alive and server.endpoint is not None:
+                return server.endpoint
+            # None yet, or the one we started died: start a fresh one.
+            require_java()
+            server = connect.LocalConnectServer(
+                self.config.connect_master,
+                self.config.connect_conf,
+                Path(self.config.resolved_session_root()),
+                self.config.connect_start_timeout,
+            )
+            endpoint = server.start()
+            self._connect_server = server
+            return endpoint
+
+    @property
+    def local_connect_server(self) -> connect.LocalConnectServer | None:
+        """The Spark Connect server ``--remote local`` started, if any."""
+        return self._connect_server
+
     def _register(
-        self, name: str, session: SparkSession, origin: Origin, isolated: bool
+        self,
+        name: str,
+        session: Any,
+        origin: Origin,
+        isolated: bool,
+        endpoint: connect.Endpoint | None = None,
     ) -> ManagedSession:
-        session_id = classic.session_uuid(session)
+        is_connect = connect.is_connect_session(session)
+        session_id = connect.session_id(session) if is_connect else classic.session_uuid(session)
         directory = Path(self.config.resolved_session_root()) / f"{name}-{session_id[:8]}"
         directory.mkdir(mode=0o700, parents=True, exist_ok=False)
 
         def register(remote: str, staged: Path, fragment: str | None) -> None:
-            classic.add_session_artifact(session, remote, str(staged), fragment)
+            if is_connect:
+                connect.add_artifact(session, remote, staged, fragment)
+            else:
+                classic.add_session_artifact(session, remote, str(staged), fragment)
 
         managed = ManagedSession(
             name=name,
             session=session,
             origin=origin,
             session_id=session_id,
-            spark_job_tag=classic.session_job_tag(session),
+            spark_job_tag="" if is_connect else classic.session_job_tag(session),
             directory=directory,
             isolated=isolated,
             artifacts=SessionArtifacts(name, directory, register),
+            backend="connect" if is_connect else "classic",
+            endpoint=endpoint,
         )
+        if is_connect:
+            managed.progress_handler = connect.register_progress(
+                session, self.board.operation_reporter(name)
+            )
         with self._lock:
             self._sessions[name] = managed
             self._stopped.discard(name)
@@ -322,7 +440,7 @@ class SessionRegistry:
 
     def _artifacts_of(self, name: str) -> SessionArtifacts:
         managed = self.get(name)
-        classic.require_running(managed.sc, name)
+        _require_usable(managed)
         if not managed.isolated:
             raise ArtifactError(
                 f"Session '{name}' is not isolated (it ran queries before it was adopted): "
@@ -350,7 +468,7 @@ class SessionRegistry:
         session = self.session(name)
         self.board.cell_started(name, execution_count, description)
         try:
-            with self.tagger.tagged(session.sparkContext, name, execution_count):
+            with self.tagger.tagged(self.get(name).tag_target, name, execution_count):
                 yield session
         finally:
             self.board.cell_finished(name, execution_count)
@@ -368,6 +486,8 @@ class SessionRegistry:
             release = Release(name, managed.directory)
             self._releases[name] = release
         if managed.origin == "adopted":
+            if managed.is_connect:
+                connect.unregister_progress(managed.session, managed.progress_handler)
             _remove_directory(managed.directory)
             release._finish()
             return release
@@ -383,7 +503,7 @@ class SessionRegistry:
 
     def _release_when_idle(self, managed: ManagedSession, release: Release, timeout: float) -> None:
         try:
-            _wait_for_jobs_to_end(managed, timeout)
+            self._wait_for_jobs_to_end(managed, timeout)
             _release(managed)
         except BaseException as exc:  # reported on the handle, never lost in a thread
             log.exception("releasing Spark session %r failed", managed.name)
@@ -406,49 +526,105 @@ class SessionRegistry:
             # with the kernel, so their directories go now.
             unreleased = [r.directory for r in self._releases.values() if not r.done]
         created = [m for m in sessions if m.origin == "created"]
+        connect_created = [m for m in created if m.is_connect]
+        created = [m for m in created if not m.is_connect]
+        # Connect sessions: interrupt and release on threads, each bounded by the
+        # client's retry budget; a dead server must not hold up the shutdown.
+        releases = [
+            threading.Thread(target=_release_connect_quietly, args=(m,), daemon=True)
+            for m in connect_created
+        ]
+        for thread in releases:
+            thread.start()
         for managed in created:
             _cancel(managed)
         deadline = time.monotonic() + self.config.shutdown_timeout
         for managed in created:
             try:
-                _wait_for_jobs_to_end(managed, max(0.0, deadline - time.monotonic()))
-                if not classic.context_is_stopped(managed.sc):
+                self._wait_for_jobs_to_end(managed, max(0.0, deadline - time.monotonic()))
+                if not managed.stopped:
                     classic.close_artifacts(managed.session)
             except Exception:
                 log.exception("releasing Spark session %r at shutdown failed", managed.name)
+        for thread in releases:
+            thread.join(max(0.0, deadline - time.monotonic()))
         for directory in [m.directory for m in sessions] + unreleased:
             _remove_directory(directory)
         owned, self._owned_context = self._owned_context, None
         if owned is not None and not classic.context_is_stopped(owned):
             owned.stop()
+        server, self._connect_server = self._connect_server, None
+        if server is not None:
+            server.stop(timeout=1.0)
         _remove_directory(Path(self.config.resolved_session_root()), only_if_empty=True)
+
+    def _wait_for_jobs_to_end(self, managed: ManagedSession, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not managed.stopped:
+            if managed.is_connect:
+                running = self.board.running_operations(managed.name)
+            else:
+                running = len(classic.active_job_ids(managed.sc, managed.cancel_tags))
+            if not running:
+                return
+            if time.monotonic() >= deadline:
+                log.warning("jobs of session %r still run; releasing it anyway", managed.name)
+                return
+            time.sleep(0.05)
+
+
+def _require_usable(managed: ManagedSession) -> None:
+    if managed.is_connect:
+        if connect.is_stopped(managed.session):
+            raise ConnectError(
+                f"Session '{managed.name}' was stopped outside jupyter_spark_sessions "
+                f"(spark.stop()?). Run `%spark_session stop {managed.name}`, then create it "
+                "again."
+            )
+        return
+    classic.require_running(managed.sc, managed.name)
+
+
+def _apply_connect_conf(session: Any, conf: Mapping[str, str]) -> None:
+    for key, value in conf.items():
+        try:
+            session.conf.set(key, value)
+        except Exception as exc:
+            raise ConfError(
+                f"Spark refused --conf {key}={value}: {connect.error_line(exc)}"
+            ) from None
 
 
 def _cancel(managed: ManagedSession) -> None:
-    sc = managed.sc
-    if classic.context_is_stopped(sc):
+    if managed.stopped:
         return
+    if managed.is_connect:
+        # Interrupting is a server call: off this thread (`stop` returns at once).
+        connect.interrupt_in_background(managed.session, None, lambda ids, error: None)
+        return
+    sc = managed.sc
     for tag in managed.cancel_tags:
         sc.cancelJobsWithTag(tag)
 
 
-def _wait_for_jobs_to_end(managed: ManagedSession, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not classic.context_is_stopped(managed.sc):
-        if not classic.active_job_ids(managed.sc, managed.cancel_tags):
-            return
-        if time.monotonic() >= deadline:
-            log.warning("jobs of session %r still run; releasing it anyway", managed.name)
-            return
-        time.sleep(0.05)
-
-
 def _release(managed: ManagedSession) -> None:
-    if not classic.context_is_stopped(managed.sc):
+    if managed.is_connect:
+        connect.unregister_progress(managed.session, managed.progress_handler)
+        connect.release(managed.session)
+    elif not managed.stopped:
         classic.stop_streaming_queries(managed.session)
         classic.drop_temp_views(managed.session)
         classic.close_artifacts(managed.session)
     _remove_directory(managed.directory)
+
+
+def _release_connect_quietly(managed: ManagedSession) -> None:
+    try:
+        if not managed.stopped:
+            connect.interrupt(managed.session, None)
+        _release(managed)
+    except Exception:
+        log.warning("releasing Spark Connect session %r at shutdown failed", managed.name)
 
 
 def _remove_directory(path: Path, only_if_empty: bool = False) -> None:

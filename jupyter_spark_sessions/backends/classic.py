@@ -181,10 +181,6 @@ def require_session(obj: Any, what: str) -> SparkSession:
         session: SparkSession = obj
         return session
     kind = type(obj).__module__ + "." + type(obj).__qualname__
-    if "connect" in kind:
-        raise NotASparkSessionError(
-            f"{what} is a Spark Connect session, which this version does not manage yet."
-        )
     raise NotASparkSessionError(f"{what} is a {kind}, not a SparkSession.")
 
 
