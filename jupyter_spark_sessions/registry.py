@@ -412,6 +412,7 @@ class SessionRegistry:
             self._sessions[name] = managed
             self._stopped.discard(name)
         self.board_poller.start()
+        self.board.wake.set()  # views list the new session at once
         return managed
 
     # -- files ---------------------------------------------------------------------------
@@ -485,6 +486,8 @@ class SessionRegistry:
             self._stopped.add(name)
             release = Release(name, managed.directory)
             self._releases[name] = release
+        self.board.forget_session(name)
+        self.board.wake.set()
         if managed.origin == "adopted":
             if managed.is_connect:
                 connect.unregister_progress(managed.session, managed.progress_handler)

@@ -1,0 +1,282 @@
+"""Spark Connect sessions beside classic ones, through a real kernel (jupyter_client), a
+real local Spark Connect server (started by ``--remote local``) and a classic JVM:
+isolated files, the board and cancel on the control channel, release on stop, and a
+server that dies mid-query."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel_driver import Kernel
+from test_job_board_kernel import board, request, wait_for_group
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+CONNECT_CONF = (
+    "c.SparkSessionsConfig.default_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"
+    "c.SparkSessionsConfig.connect_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'false'}\n"
+    "c.SparkSessionsConfig.connect_retry_seconds = 3.0\n"
+)
+
+# Connect UDFs come from pyspark.sql.connect.functions: PySpark picks the flavour of
+# pyspark.sql.functions per process, and this kernel also runs classic sessions.
+UDFS = """
+from pyspark.sql.connect.functions import udf as connect_udf
+from pyspark.sql.types import LongType, StringType
+
+@connect_udf(returnType=StringType())
+def read_lookup(x):
+    try:
+        return open("lookup.csv").read().strip()
+    except FileNotFoundError:
+        return "missing"
+
+@connect_udf(returnType=StringType())
+def read_packed(x):
+    return open("pack/inner.txt").read().strip()
+
+@connect_udf(returnType=StringType())
+def helper_says(x):
+    import helper
+    return helper.WHO
+
+@connect_udf(returnType=LongType())
+def sleepy(x):
+    import time
+    time.sleep(120)
+    return x
+"""
+
+CONNECT_LONG_CELL = "spark.range(0, 2, 1, 1).select(sleepy('id')).collect()"
+
+
+def connect_registry(expression: str) -> str:
+    return f"__import__('jupyter_spark_sessions').registry.default_registry().{expression}"
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    profile = tmp_path_factory.mktemp("ipython")
+    (profile / "profile_default").mkdir()
+    (profile / "profile_default" / "ipython_config.py").write_text(CONNECT_CONF)
+    k = Kernel(env={"IPYTHONDIR": str(profile)}, cwd=str(tmp_path_factory.mktemp("cwd")))
+    k.ok("%load_ext jupyter_spark_sessions")
+    k.ok("%spark_session create c1 --remote local\n%spark_session create c2 --remote local")
+    k.ok(UDFS)
+    yield k
+    k.shutdown()
+
+
+def in_session(kernel: Kernel, name: str, expression: str) -> Any:
+    kernel.ok(f"%%spark_session {name}\n_jss_value = {expression}")
+    return kernel.value("_jss_value")
+
+
+def test_same_name_files_archives_and_pyfiles_stay_in_their_connect_session(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    for name in ("c1", "c2"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "lookup.csv").write_text(f"lookup of {name}\n")
+        with zipfile.ZipFile(folder / "pack.zip", "w") as archive:
+            archive.writestr("inner.txt", f"packed for {name}")
+        (folder / "helper.py").write_text(f"WHO = {name!r}\n")
+        kernel.ok(
+            f"%spark_session add_file {name} {folder / 'lookup.csv'}\n"
+            f"%spark_session add_archive {name} {folder / 'pack.zip'} --as pack\n"
+            f"%spark_session add_pyfile {name} {folder / 'helper.py'}"
+        )
+    kernel.ok("%spark_session create c3 --remote local")  # adds nothing
+    try:
+        for name in ("c1", "c2"):
+            row = in_session(
+                kernel,
+                name,
+                "[list(r) for r in spark.range(1).select("
+                "read_lookup('id'), read_packed('id'), helper_says('id')).collect()]",
+            )
+            assert row == [[f"lookup of {name}", f"packed for {name}", name]]
+            listing = kernel.ok(f"%spark_session files {name}").stdout
+            assert "lookup.csv" in listing and "pack" in listing and "helper.py" in listing
+        assert in_session(kernel, "c3", "spark.range(1).select(read_lookup('id')).first()[0]") == (
+            "missing"
+        )
+        # Same bad-input rules as classic: one line, nothing registered.
+        bad = kernel.execute(f"%spark_session add_file c1 {tmp_path / 'nope.csv'}")
+        assert "No such file" in bad.usage_error or "does not exist" in bad.usage_error, (
+            bad.stderr
+        )
+        again = kernel.execute(f"%spark_session add_file c1 {tmp_path / 'c2' / 'lookup.csv'}")
+        assert "already has a file named 'lookup.csv'" in again.usage_error
+        assert in_session(kernel, "c1", "spark.range(1).select(read_lookup('id')).first()[0]") == (
+            "lookup of c1"
+        )
+    finally:
+        kernel.ok("%spark_session stop c3")
+
+
+def test_list_and_board_show_classic_and_connect_sessions_with_their_backend(
+    kernel: Kernel,
+) -> None:
+    kernel.ok("%spark_session create k1")
+    listing = kernel.ok("%spark_session list").stdout
+    lines = {line.split()[0]: line for line in listing.splitlines()[2:] if line.strip()}
+    assert "connect" in lines["c1"] and "sc://localhost:" in lines["c1"]
+    assert "classic" in lines["k1"] and "local[2]" in lines["k1"]
+    assert "token" not in listing
+    deadline = time.monotonic() + 10
+    while "k1" not in (sessions := {s["name"]: s for s in board(kernel)["sessions"]}):
+        assert time.monotonic() < deadline, board(kernel)
+        time.sleep(0.2)
+    assert sessions["c1"]["backend"] == "connect" and sessions["k1"]["backend"] == "classic"
+    assert sessions["c1"]["disconnected"] == ""
+    assert "token" not in str(board(kernel))
+
+
+def test_cancel_a_busy_connect_cell_on_control_leaves_the_classic_job_running(
+    kernel: Kernel,
+) -> None:
+    # A classic job in k1 (RDD, 10 rows x 1 s) runs in a background thread meanwhile.
+    kernel.ok(
+        "%%spark_session k1\n"
+        "from pyspark import InheritableThread\n"
+        "k1_result = {}\n"
+        "def _slow(x):\n"
+        "    import time\n"
+        "    time.sleep(1)\n"
+        "    return x\n"
+        "def _run_k1(session=spark):\n"
+        "    k1_result['sum'] = session.sparkContext.parallelize(range(10), 1).map(_slow).sum()\n"
+        "k1_thread = InheritableThread(target=_run_k1)\n"
+        "k1_thread.start()\n"
+    )
+    kernel.ok("%spark_session use c1")
+    busy = kernel.client.execute(CONNECT_LONG_CELL)
+    group = wait_for_group(
+        kernel, lambda g: g["session"] == "c1" and g["state"] == "running" and g["jobs"]
+    )
+    assert group["jobs"][0]["operation_id"]
+    assert group["tasks"]["total"] == 1
+    reply, seconds = request(kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]})
+    assert reply["status"] == "ok" and reply["cancelling"] == [group["id"]], reply
+    assert seconds < 1.0
+    started = time.monotonic()
+    result = kernel.collect(busy, timeout=60)
+    assert result.status == "error"
+    assert "OPERATION_CANCELED" in result.error_value + "".join(result.traceback)
+    assert time.monotonic() - started < 15
+    ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] != "cancelling")
+    assert ended["state"] == "cancelled" and ended["jobs"][0]["status"] == "FAILED"
+    kernel.ok("k1_thread.join(120)")
+    assert kernel.value("k1_result") == {"sum": 45}
+
+
+def test_cancel_a_busy_classic_cell_leaves_the_connect_query_running(kernel: Kernel) -> None:
+    # A Connect query of c2 (10 rows x 1 s, one task) in a background thread meanwhile.
+    kernel.ok(
+        "%%spark_session c2\n"
+        "import threading\n"
+        "c2_result = {}\n"
+        "@connect_udf(returnType=LongType())\n"
+        "def _slow_c2(x):\n"
+        "    import time\n"
+        "    time.sleep(1)\n"
+        "    return x\n"
+        "def _run_c2(session=spark):\n"
+        "    rows = session.range(0, 10, 1, 1).select(_slow_c2('id').alias('v')).collect()\n"
+        "    c2_result['sum'] = sum(r.v for r in rows)\n"
+        "c2_thread = threading.Thread(target=_run_c2)\n"
+        "c2_thread.start()\n"
+    )
+    kernel.ok("%spark_session use k1")
+    busy = kernel.client.execute(
+        "from pyspark.sql.functions import udf\n"
+        "@udf('long')\n"
+        "def _sleepy_classic(x):\n"
+        "    import time\n"
+        "    time.sleep(120)\n"
+        "    return x\n"
+        "spark.range(0, 2, 1, 1).select(_sleepy_classic('id')).collect()"
+    )
+    group = wait_for_group(kernel, lambda g: g["session"] == "k1" and g["state"] == "running")
+    reply, _ = request(kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]})
+    assert reply["cancelling"] == [group["id"]], reply
+    result = kernel.collect(busy, timeout=60)
+    assert "SPARK_JOB_CANCELLED" in result.error_value + "".join(result.traceback)
+    wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
+    kernel.ok("c2_thread.join(120)")
+    assert kernel.value("c2_result") == {"sum": 45}
+
+
+def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: Kernel) -> None:
+    kernel.ok("%spark_session create gone --remote local")
+    session_id = kernel.value(connect_registry("get('gone').session_id"))
+    kernel.ok("%spark_session stop gone")
+    kernel.ok(
+        "_jss_gone_release = __import__('jupyter_spark_sessions').registry."
+        "default_registry()._releases['gone']\n"
+        "assert _jss_gone_release.wait(30) and _jss_gone_release.error is None"
+    )
+    # A new client asking the server for that session id: the server released it.
+    reattach = kernel.execute(
+        "from pyspark.sql.connect.session import SparkSession as _ConnectSession\n"
+        f"_url = {connect_registry('local_connect_server.endpoint.url')}\n"
+        f"_again = _ConnectSession.builder.remote(_url + ';session_id={session_id}').create()\n"
+        "_again.range(1).count()"
+    )
+    assert reattach.status == "error"
+    assert "SESSION_CLOSED" in reattach.error_value + "".join(reattach.traceback)
+    assert in_session(kernel, "c1", "spark.range(5).count()") == 5
+
+
+def test_bad_remotes_are_one_line_errors_within_a_bound(kernel: Kernel) -> None:
+    started = time.monotonic()
+    for command, message in [
+        ("create x --remote sc://localhost:1", "No Spark Connect server answers at"),
+        ("create x --remote http://localhost:15002", "--remote takes sc://HOST:PORT"),
+        ("create x --remote local --master local[1]", "--master and --remote"),
+    ]:
+        result = kernel.execute(f"%spark_session {command}")
+        assert message in result.usage_error, (command, result.stderr)
+    assert time.monotonic() - started < 15
+    assert "x" not in [s["name"] for s in board(kernel)["sessions"]]
+
+
+def test_server_killed_mid_query_is_a_clear_error_and_a_new_server_works(kernel: Kernel) -> None:
+    pid = kernel.value(connect_registry("local_connect_server.pid"))
+    kernel.ok("%spark_session use c1")
+    busy = kernel.client.execute(CONNECT_LONG_CELL)
+    wait_for_group(kernel, lambda g: g["session"] == "c1" and g["state"] == "running")
+    os.kill(pid, signal.SIGKILL)  # from here: the kernel's main shell is busy
+    started = time.monotonic()
+    result = kernel.collect(busy, timeout=120)
+    assert result.status == "error" and "UNAVAILABLE" in result.error_value, result.error_value
+    assert time.monotonic() - started < 30
+    deadline = time.monotonic() + 30
+    while True:
+        sessions = {s["name"]: s for s in board(kernel)["sessions"]}
+        if sessions["c1"]["disconnected"]:
+            break
+        assert time.monotonic() < deadline, sessions["c1"]
+        time.sleep(0.3)
+    # The kernel and its classic session keep working.
+    assert in_session(kernel, "k1", "spark.range(4).count()") == 4
+    # A call on the dead server is a bounded, one-line error, not a hang.
+    started = time.monotonic()
+    dead = kernel.execute("%spark_session add_file c1 /etc/hostname")
+    assert dead.usage_error and time.monotonic() - started < 30, dead.stderr
+    # Without restarting the kernel: drop the dead sessions, a new server serves again.
+    kernel.ok("%spark_session stop c1\n%spark_session stop c2")
+    kernel.ok("%spark_session create c5 --remote local")
+    assert in_session(kernel, "c5", "spark.range(6).count()") == 6
