@@ -60,6 +60,7 @@ test: lint typecheck tstest pytest
 # docs/benchmarks.md. Run on a quiet machine: not part of `make test`.
 bench: setup
 	$(BIN)/python benchmarks/cancel_latency.py
+	$(BIN)/python benchmarks/connect_cancel_latency.py
 	$(BIN)/python benchmarks/artifacts.py
 	$(BIN)/python benchmarks/report.py
 

@@ -80,7 +80,33 @@ change what the session ships, so we keep it.
 """
 
 
-RENDERERS = {"cancel_latency": _cancel_latency, "artifacts": _artifacts}
+def _connect_cancel_latency(r: dict[str, Any]) -> str:
+    returns = f"{r['request_return_ms_median']:.3f} ms (max {r['request_return_ms_max']:.3f} ms)"
+    return f"""## Cancel latency, Spark Connect (`benchmarks/connect_cancel_latency.py`)
+
+The same measurement for a Spark Connect session on a local Connect server (`--remote
+local`, `local[2]`): a board cancel request (which the board's producer turns into
+`interruptTag` on its own thread) against a direct `SparkSession.interruptTag`,
+alternating, {r["rounds"]} rounds each. "Observed" is until the board shows the group
+"cancelled" (what the sidebar and the panel show).
+
+| figure | measured | target |
+|---|---|---|
+| request returns (median) | {returns} | < 5 ms |
+| request -> end, via the board (median) | {r["board_request_to_end_ms_median"]:.1f} ms | |
+| request -> observed "cancelled" on the board (median) | {r["board_request_to_observed_ms_median"]:.1f} ms | |
+| `interruptTag` -> end, direct (median) | {r["direct_interrupt_to_end_ms_median"]:.1f} ms | |
+| ratio board / direct | {r["ratio"]:.2f} | <= 1.2 |
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+"""
+
+
+RENDERERS = {
+    "cancel_latency": _cancel_latency,
+    "connect_cancel_latency": _connect_cancel_latency,
+    "artifacts": _artifacts,
+}
 
 
 def main() -> None:
