@@ -168,6 +168,11 @@ class BoardPanel:
         row.label.value = (
             f"<b>{html.escape(name)}</b> ({session.origin}, {session.backend}, "
             f"{html.escape(session.master)}): {active} active group(s)"
+            + (
+                f" <b>disconnected</b>: {html.escape(session.disconnected)}"
+                if session.disconnected
+                else ""
+            )
         )
         row.cancel.disabled = active == 0
         return row.box

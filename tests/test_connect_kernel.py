@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_job_board_kernel import board, request, wait_for_group
 
 from kernel_driver import Kernel
-from test_job_board_kernel import board, request, wait_for_group
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
@@ -114,9 +114,7 @@ def test_same_name_files_archives_and_pyfiles_stay_in_their_connect_session(
         )
         # Same bad-input rules as classic: one line, nothing registered.
         bad = kernel.execute(f"%spark_session add_file c1 {tmp_path / 'nope.csv'}")
-        assert "No such file" in bad.usage_error or "does not exist" in bad.usage_error, (
-            bad.stderr
-        )
+        assert "No such file" in bad.usage_error or "does not exist" in bad.usage_error, bad.stderr
         again = kernel.execute(f"%spark_session add_file c1 {tmp_path / 'c2' / 'lookup.csv'}")
         assert "already has a file named 'lookup.csv'" in again.usage_error
         assert in_session(kernel, "c1", "spark.range(1).select(read_lookup('id')).first()[0]") == (

@@ -84,6 +84,8 @@ export interface Session {
   session_id: string;
   isolated: boolean;
   directory: string;
+  /** Why the session's Spark Connect server cannot be used now; "" when it can. */
+  disconnected?: string;
 }
 
 /** Everything the kernel reports, at one moment. Times are epoch seconds. */

@@ -323,6 +323,15 @@ export class SparkSessionsSidebar extends Widget {
       : session.master;
     info.appendChild(master);
     row.appendChild(info);
+    if (session.disconnected) {
+      const warning = el(
+        'div',
+        'jp-SparkSessions-error',
+        `Disconnected: ${session.disconnected}`
+      );
+      warning.dataset.testid = 'jss-session-disconnected';
+      info.appendChild(warning);
+    }
 
     const running = this.model.runningGroupIds(session.name);
     const cancelAll = el('button', 'jp-SparkSessions-button', 'Cancel all');

@@ -113,6 +113,33 @@ describe('SparkSessionsSidebar', () => {
     ).toBe(false);
   });
 
+  it('names the backend and shows a disconnected Connect session', async () => {
+    const { root } = await connected(
+      board({
+        sessions: [
+          session({ name: 'etl' }),
+          session({
+            name: 'remote',
+            backend: 'connect',
+            master: 'sc://localhost:15002',
+            disconnected: 'sc://localhost:15002 unreachable: Connection refused'
+          })
+        ],
+        groups: []
+      })
+    );
+    const sessions = q(root, 'jss-session');
+    expect(sessions.map(s => s.dataset.session)).toEqual(['etl', 'remote']);
+    expect(sessions[1].textContent).toContain('connect');
+    expect(sessions[1].textContent).toContain('sc://localhost:15002');
+    const warnings = q(root, 'jss-session-disconnected');
+    expect(warnings).toHaveLength(1);
+    expect(sessions[1].contains(warnings[0])).toBe(true);
+    expect(warnings[0].textContent).toBe(
+      'Disconnected: sc://localhost:15002 unreachable: Connection refused'
+    );
+  });
+
   it('shows cancelling on click and the reported state after the push', async () => {
     const { root, kernel } = await connected();
     (q(root, 'jss-cancel-group')[0] as HTMLButtonElement).click();
