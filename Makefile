@@ -26,7 +26,7 @@ $(STAMP): $(SOURCES)
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 demo: setup
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ALLOW_ROOT) $(DEMO_ARGS) demo/sessions.ipynb
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ALLOW_ROOT) $(DEMO_ARGS) demo/01-isolated-sessions.ipynb
 
 # jlpm (Yarn, shipped with JupyterLab) comes from the venv; package scripts call it too.
 JLPM := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jlpm
