@@ -6,6 +6,7 @@ server that dies mid-query."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 import zipfile
@@ -236,6 +237,21 @@ def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: K
     assert reattach.status == "error"
     assert "SESSION_CLOSED" in reattach.error_value + "".join(reattach.traceback)
     assert in_session(kernel, "c1", "spark.range(5).count()") == 5
+
+
+def test_adopted_connect_session_is_listed_and_never_released(kernel: Kernel) -> None:
+    url = connect_registry("local_connect_server.endpoint.url")
+    kernel.ok(
+        "from pyspark.sql.connect.session import SparkSession as _ConnectSession\n"
+        f"mine = _ConnectSession.builder.remote({url}).create()"
+    )
+    kernel.ok("%spark_session adopt yours mine")
+    listing = kernel.ok("%spark_session list").stdout
+    assert re.search(r"yours\s+adopted\s+connect\s+sc://localhost:\d+", listing), listing
+    kernel.ok("%%spark_session yours\n_jss_adopted = spark.range(3).count()")
+    assert kernel.value("_jss_adopted") == 3
+    kernel.ok("%spark_session stop yours")
+    assert kernel.value("mine.range(2).count()") == 2  # only unregistered, still usable
 
 
 def test_bad_remotes_are_one_line_errors_within_a_bound(kernel: Kernel) -> None:
