@@ -18,6 +18,7 @@ server streams with every query, and their end as the client saw it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -299,6 +300,7 @@ class JobBoard:
         self._groups: dict[str, _Group] = {}
         self._jobs: dict[int, JobView] = {}
         self._operations: dict[str, JobView] = {}  # Spark Connect operations by id
+        self._operation_numbers = itertools.count(1)  # shown as a Connect job id
         self._other_operations: set[str] = set()  # running, outside any managed cell
         self._connect_problems: dict[str, str] = {}  # session -> why it is unusable
         self._snapshot = BoardSnapshot(seq=0, updated_at=time.time())
@@ -409,7 +411,7 @@ class JobBoard:
                 group.operation_ids.append(operation_id)
             self._operations[operation_id] = operation_view(
                 operation_id,
-                previous.id if previous else len(self._operations) + 1,
+                previous.id if previous else next(self._operation_numbers),
                 previous.submitted_at or now if previous else now,
                 stages,
                 inflight_tasks,

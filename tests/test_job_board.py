@@ -211,3 +211,55 @@ def test_listeners_hear_changes_once_and_fresh_ones_at_once() -> None:
     feed(board, job_data(1, "SUCCEEDED"))
     assert heard == [0, 1, 1]
     unsubscribe()
+
+
+def _report(
+    board: JobBoard,
+    op: str,
+    done: bool = False,
+    error: BaseException | None = None,
+    key: tuple[str, int] | None = ("c", 4),
+    completed: int = 0,
+) -> BoardSnapshot:
+    board.record_operation("c", key, op, [(7, 4, completed, done)], 0 if done else 2, done, error)
+    return board.update([], {}, 0, [])
+
+
+def test_connect_operations_form_the_cells_group_and_end_as_the_client_saw() -> None:
+    board = make_board("c")
+    board.cell_started("c", 4, "spark.range(9).collect()")
+    snapshot = _report(board, "op-1", completed=1)
+    group = snapshot.group("c:4")
+    assert group is not None and group.state == "running"
+    (job,) = group.jobs
+    assert job.operation_id == "op-1" and job.tasks.total == 4 and job.tasks.active == 2
+    assert [s.id for s in job.stages] == [7]
+    snapshot = _report(board, "op-1", done=True, completed=4)
+    assert snapshot.group("c:4").state == "succeeded"  # type: ignore[union-attr]
+    # A second operation of the cell, interrupted on the server: cancelled, observed.
+    _report(board, "op-2")
+    outcome = board.request_cancel(["c:4"])
+    assert outcome.cancelling == ("c:4",)
+    assert board.take_pending_cancels() == [("c", ("jss:c:4",))]
+    canceled = RuntimeError("[OPERATION_CANCELED] Operation has been canceled.")
+    snapshot = _report(board, "op-2", done=True, error=canceled)
+    group = snapshot.group("c:4")
+    assert group is not None and group.state == "cancelled"
+    assert [j.id for j in group.jobs] == [1, 2]  # distinct numbers, in order
+    assert group.jobs[1].kill_reasons and group.jobs[1].status == "FAILED"
+
+
+def test_connect_failures_and_lost_servers_are_told_apart() -> None:
+    board = make_board("c")
+    _report(board, "op-1")
+    snapshot = _report(board, "op-1", done=True, error=ValueError("[DIVIDE_BY_ZERO] boom"))
+    assert snapshot.group("c:4").state == "failed"  # type: ignore[union-attr]
+    assert board.connect_problem("c") == ""
+    _report(board, "op-2", key=None)  # outside any cell group: counted apart
+    assert board.other_operations() == 1
+    unavailable = RuntimeError("<_MultiThreadedRendezvous>\n status = StatusCode.UNAVAILABLE")
+    _report(board, "op-2", done=True, error=unavailable, key=None)
+    assert board.other_operations() == 0
+    assert "UNAVAILABLE" in board.connect_problem("c")
+    _report(board, "op-3", done=True)  # a query that went through again
+    assert board.connect_problem("c") == ""

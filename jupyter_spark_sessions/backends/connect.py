@@ -163,7 +163,7 @@ class LocalConnectServer:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # an Interrupt of the kernel must not reach it
-                preexec_fn=_die_with_parent,
+                preexec_fn=_die_with_parent_hook(),
             )
         endpoint = Endpoint(f"sc://localhost:{port}/;token={self._token}", "localhost", port)
         deadline = time.monotonic() + self._start_timeout
@@ -204,17 +204,21 @@ class LocalConnectServer:
             process.wait()
 
 
-def _die_with_parent() -> None:
-    # Linux: the server gets SIGTERM when the kernel dies, even when killed outright
-    # (its own process group keeps it out of the kernel's group signals otherwise).
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A pre-exec hook (Linux) giving the server SIGTERM when the kernel dies, even
+    when killed outright (its own process group keeps it out of the kernel's group
+    signals otherwise). libc is loaded here, in the parent: the child of a threaded
+    process must not import anything between fork and exec."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-    except Exception:  # not Linux: shutdown still stops it
-        pass
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    return lambda: prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _free_port() -> int:
