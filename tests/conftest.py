@@ -20,13 +20,19 @@ SPARK_TEST_CONF = (
 )
 
 
+def start_extension_kernel(tmp_path_factory: pytest.TempPathFactory, config: str) -> Kernel:
+    """A kernel whose IPython profile holds ``config``, with jupyter_spark_sessions loaded."""
+    profile = tmp_path_factory.mktemp("ipython")
+    (profile / "profile_default").mkdir()
+    (profile / "profile_default" / "ipython_config.py").write_text(config)
+    k = Kernel(env={"IPYTHONDIR": str(profile)}, cwd=str(tmp_path_factory.mktemp("cwd")))
+    k.ok("%load_ext jupyter_spark_sessions")
+    return k
+
+
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
     """A kernel with jupyter_spark_sessions loaded; one per test module (one JVM)."""
-    profile = tmp_path_factory.mktemp("ipython")
-    (profile / "profile_default").mkdir()
-    (profile / "profile_default" / "ipython_config.py").write_text(SPARK_TEST_CONF)
-    k = Kernel(env={"IPYTHONDIR": str(profile)}, cwd=str(tmp_path_factory.mktemp("cwd")))
-    k.ok("%load_ext jupyter_spark_sessions")
+    k = start_extension_kernel(tmp_path_factory, SPARK_TEST_CONF)
     yield k
     k.shutdown()

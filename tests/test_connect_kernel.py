@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import start_extension_kernel
 from test_job_board_kernel import board, request, wait_for_group
 
 from kernel_driver import Kernel
@@ -67,11 +68,7 @@ def connect_registry(expression: str) -> str:
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    profile = tmp_path_factory.mktemp("ipython")
-    (profile / "profile_default").mkdir()
-    (profile / "profile_default" / "ipython_config.py").write_text(CONNECT_CONF)
-    k = Kernel(env={"IPYTHONDIR": str(profile)}, cwd=str(tmp_path_factory.mktemp("cwd")))
-    k.ok("%load_ext jupyter_spark_sessions")
+    k = start_extension_kernel(tmp_path_factory, CONNECT_CONF)
     k.ok("%spark_session create c1 --remote local\n%spark_session create c2 --remote local")
     k.ok(UDFS)
     yield k
