@@ -32,7 +32,7 @@ export default tseslint.config(
           filter: {
             // protocol types mirror the kernel's names
             regex:
-              '^(TaskCounts|Stage|Job|Group|Session|Board|ReplyError|ErrorReply|OkReply)$',
+              '^(TaskCounts|Stage|Job|Group|Session|SessionFile|Board|ReplyError|ErrorReply|OkReply)$',
             match: false
           }
         }

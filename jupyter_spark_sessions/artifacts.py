@@ -73,11 +73,13 @@ class SessionArtifacts:
         self._register = register
         self._items: dict[str, Artifact] = {}
         self._lock = threading.Lock()  # one add at a time per session: no name races
+        # What `list` returns, replaced whole after each add: readers (the job board's
+        # thread) never wait for an add that is copying a large file.
+        self._listed: tuple[Artifact, ...] = ()
 
     def list(self) -> list[Artifact]:
         """Added artifacts, oldest first."""
-        with self._lock:
-            return list(self._items.values())
+        return list(self._listed)
 
     # -- adding ---------------------------------------------------------------------
 
@@ -243,6 +245,7 @@ class SessionArtifacts:
             support_names=support,
         )
         self._items[name] = artifact
+        self._listed = tuple(self._items.values())
         return AddResult(artifact, added=True)
 
 

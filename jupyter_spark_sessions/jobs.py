@@ -128,6 +128,15 @@ class GroupView:
 
 
 @dataclass(frozen=True)
+class FileView:
+    """One file, archive or Python file added to a session."""
+
+    name: str
+    kind: str  # file | archive | pyfile
+    size: int
+
+
+@dataclass(frozen=True)
 class SessionView:
     """A registered session, as the board shows it."""
 
@@ -140,6 +149,7 @@ class SessionView:
     directory: str
     #: Why the session's server cannot be used now ("" when it can; Connect only).
     disconnected: str = ""
+    files: tuple[FileView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -857,6 +867,7 @@ class BoardPoller:
                     isolated=managed.isolated,
                     directory=str(managed.directory),
                     disconnected=self._connect_state(managed) if managed.is_connect else "",
+                    files=tuple(FileView(a.name, a.kind, a.size) for a in managed.artifacts.list()),
                 )
             )
         return views

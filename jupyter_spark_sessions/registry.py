@@ -422,22 +422,28 @@ class SessionRegistry:
     ) -> AddResult:
         """Add a file to session ``name``: its Python UDFs open it as ``./<alias>``
         (default: the file's name); ``result.artifact.path`` is the driver's copy."""
-        return self._artifacts_of(name).add_file(path, alias)
+        return self._added(self._artifacts_of(name).add_file(path, alias))
 
     def add_archive(
         self, name: str, path: str | os.PathLike[str], alias: str | None = None
     ) -> AddResult:
         """Add a zip, jar, tar, tar.gz or tgz to session ``name``, unpacked into
         ``<alias>/`` (default: the archive's base name) for its UDFs and on the driver."""
-        return self._artifacts_of(name).add_archive(path, alias, self._archive_limits())
+        return self._added(
+            self._artifacts_of(name).add_archive(path, alias, self._archive_limits())
+        )
 
     def add_pyfile(self, name: str, path: str | os.PathLike[str]) -> AddResult:
         """Add a .py, .zip or .egg that session ``name``'s Python UDFs can import."""
-        return self._artifacts_of(name).add_pyfile(path)
+        return self._added(self._artifacts_of(name).add_pyfile(path))
 
     def files(self, name: str) -> builtins.list[Artifact]:
         """What was added to session ``name``, oldest first."""
         return self.get(name).artifacts.list()
+
+    def _added(self, result: AddResult) -> AddResult:
+        self.board.wake.set()  # views list the session's new file at once
+        return result
 
     def _artifacts_of(self, name: str) -> SessionArtifacts:
         managed = self.get(name)

@@ -137,6 +137,10 @@ def test_list_and_board_show_classic_and_connect_sessions_with_their_backend(
         time.sleep(0.2)
     assert sessions["c1"]["backend"] == "connect" and sessions["k1"]["backend"] == "classic"
     assert sessions["c1"]["disconnected"] == ""
+    # The views list each session's files (the first test added these to c1).
+    c1_files = {(f["name"], f["kind"]) for f in sessions["c1"]["files"]}
+    assert {("lookup.csv", "file"), ("pack", "archive"), ("helper.py", "pyfile")} <= c1_files
+    assert sessions["k1"]["files"] == []
     assert "token" not in str(board(kernel))
 
 

@@ -86,6 +86,15 @@ export interface Session {
   directory: string;
   /** Why the session's Spark Connect server cannot be used now; "" when it can. */
   disconnected?: string;
+  /** Files, archives and Python files added to the session, oldest first. */
+  files?: SessionFile[];
+}
+
+/** One file added to a session. */
+export interface SessionFile {
+  name: string;
+  kind: string; // "file" | "archive" | "pyfile"
+  size: number; // bytes
 }
 
 /** Everything the kernel reports, at one moment. Times are epoch seconds. */
@@ -648,4 +657,16 @@ export class SidebarModel {
   private _error = '';
   private _cancelling = new Set<string>();
   private _listeners: Listener[] = [];
+}
+
+/** "512 B", "3.4 KB", "200.0 MB": sizes of session files. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let value = Math.max(0, bytes);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
 }

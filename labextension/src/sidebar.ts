@@ -12,8 +12,10 @@ import {
   Group,
   Job,
   Session,
+  SessionFile,
   SidebarModel,
   elapsedSeconds,
+  formatBytes,
   formatDuration,
   progress,
   tasksDone
@@ -343,6 +345,9 @@ export class SparkSessionsSidebar extends Widget {
     );
     row.appendChild(cancelAll);
     block.appendChild(row);
+    if (session.files?.length) {
+      block.appendChild(this._renderFiles(session.files));
+    }
 
     const groups = this.model.groupsOf(session.name);
     if (groups.length) {
@@ -351,6 +356,21 @@ export class SparkSessionsSidebar extends Widget {
       block.appendChild(el('div', 'jp-SparkSessions-note', 'No jobs yet.'));
     }
     return block;
+  }
+
+  private _renderFiles(files: SessionFile[]): HTMLElement {
+    const list = el('ul', 'jp-SparkSessions-files');
+    for (const file of files) {
+      const item = el(
+        'li',
+        'jp-SparkSessions-file',
+        `${file.name} (${file.kind}, ${formatBytes(file.size)})`
+      );
+      item.dataset.testid = 'jss-session-file';
+      item.dataset.file = file.name;
+      list.appendChild(item);
+    }
+    return list;
   }
 
   private _renderGroups(groups: Group[], now: number): HTMLElement {

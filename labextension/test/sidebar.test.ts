@@ -113,6 +113,31 @@ describe('SparkSessionsSidebar', () => {
     ).toBe(false);
   });
 
+  it("lists each session's files under it", async () => {
+    const { root } = await connected(
+      board({
+        sessions: [
+          session({
+            name: 'etl',
+            files: [
+              { name: 'lookup.csv', kind: 'file', size: 512 },
+              { name: 'refdata', kind: 'archive', size: 3 * 1024 * 1024 }
+            ]
+          }),
+          session({ name: 'model' })
+        ],
+        groups: []
+      })
+    );
+    const files = q(root, 'jss-session-file');
+    expect(files.map(f => f.textContent)).toEqual([
+      'lookup.csv (file, 512 B)',
+      'refdata (archive, 3.0 MB)'
+    ]);
+    const [etl] = q(root, 'jss-session');
+    expect(etl.parentElement?.contains(files[0])).toBe(true);
+  });
+
   it('names the backend and shows a disconnected Connect session', async () => {
     const { root } = await connected(
       board({

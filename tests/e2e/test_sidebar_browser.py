@@ -120,5 +120,14 @@ def test_a_file_added_from_the_file_browser_is_read_by_the_sessions_udf(
     page.locator(".jp-toast-message, .Toastify__toast", has_text="ui_lookup.csv").first.wait_for(
         timeout=30_000
     )
+    # The sidebar lists the file under session a only.
+    def files_of(name: str) -> Any:
+        row = page.locator(f"[data-testid='jss-session'][data-session='{name}']")
+        block = sidebar.locator(".jp-SparkSessions-sessionBlock", has=row)
+        return block.locator("[data-testid='jss-session-file']")
+
+    files_of("a").filter(has_text="ui_lookup.csv").wait_for(timeout=30_000)
+    assert files_of("a").first.get_attribute("data-file") == "ui_lookup.csv"
+    assert files_of("b").count() == 0
     run_cell(page, 4)
     cell_output(page, 4).locator("text=ui file: added from the UI").wait_for(timeout=120_000)
