@@ -37,6 +37,7 @@ from .errors import (
 )
 from .java_runtime import require_java
 from .jobs import BoardPoller, JobBoard
+from .kernel_lifecycle import reap_when_it_exits
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -566,6 +567,8 @@ class SessionRegistry:
         if server is not None:
             server.stop(timeout=1.0)
         _remove_directory(Path(self.config.resolved_session_root()), only_if_empty=True)
+        # The kernel now terminates its children: let the JVM be reaped when it dies.
+        reap_when_it_exits(classic.gateway_process())
 
     def _wait_for_jobs_to_end(self, managed: ManagedSession, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import pytest
 
 from jupyter_spark_sessions.backends import classic
@@ -26,6 +27,13 @@ def test_active_context_and_stopped_state(root: Any) -> None:
     sc = classic.active_context()
     assert sc is root.sparkContext
     assert classic.context_is_stopped(sc) is False
+
+
+def test_gateway_process_is_the_running_jvm_launched_by_pyspark(root: Any) -> None:
+    process = classic.gateway_process()
+    assert process is not None, "PySpark no longer keeps the JVM's Popen on its gateway"
+    assert process.poll() is None, "the JVM of the running context"
+    assert psutil.Process(process.pid).name() == "java"
 
 
 def test_root_session_reuses_pysparks_instantiated_session(root: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,17 @@ def active_context() -> SparkContext | None:
 
     sc: SparkContext | None = SparkContext._active_spark_context  # private
     return sc
+
+
+def gateway_process() -> subprocess.Popen[bytes] | None:
+    """The JVM process PySpark launched for this kernel, or None (no JVM yet, or one
+    started outside Python and reached through PYSPARK_GATEWAY_PORT)."""
+    pyspark = sys.modules.get("pyspark")
+    if pyspark is None:  # never imported: no JVM, and no reason to import it now
+        return None
+    gateway = pyspark.SparkContext._gateway  # private; class attribute set on first start
+    proc: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)  # private
+    return proc
 
 
 def context_is_stopped(sc: SparkContext) -> bool:
