@@ -1,17 +1,20 @@
 /**
  * The file browser's "Add to Spark Session…" command: adds the selected
  * file(s) to a session of the current notebook's kernel (an `add` request on
- * the comm), after one dialog to choose the session.
+ * the comm), after one dialog to choose the session (and, for one file, how to
+ * add it and its name in the session).
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import {
-  InputDialog,
+  Dialog,
   Notification,
+  showDialog,
   showErrorMessage
 } from '@jupyterlab/apputils';
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { Contents } from '@jupyterlab/services';
 
+import { AddFileForm } from './addform';
 import { addOutcome, inferAddKind, oneLine } from './model';
 import { kernelRelativePath } from './paths';
 import { SparkSessionsSidebar } from './sidebar';
@@ -76,19 +79,20 @@ export function addFileCommand(
         return;
       }
 
-      const what =
-        items.length === 1 ? `'${items[0].name}'` : `${items.length} files`;
-      const result = await InputDialog.getItem({
+      const form = new AddFileForm(
+        sessions,
+        items.map(item => item.name)
+      );
+      const result = await showDialog({
         title: 'Add to Spark Session',
-        label: `Add ${what} to the session:`,
-        items: sessions,
-        current: 0,
-        okLabel: 'Add'
+        body: form,
+        buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Add' })],
+        focusNodeSelector: 'select'
       });
-      if (!result.button.accept || !result.value) {
+      if (!result.button.accept || result.value === null) {
         return;
       }
-      const session = result.value;
+      const { session, kind: chosenKind, alias } = result.value;
       const { connection, notebookPath } = target;
       const notebookLocalPath = localPath(notebookPath);
 
@@ -97,10 +101,15 @@ export function addFileCommand(
           notebookLocalPath,
           localPath(item.path)
         );
-        const kind = inferAddKind(item.name);
+        const kind = chosenKind ?? inferAddKind(item.name);
         let message: string;
         try {
-          const reply = await connection.addToSession(session, kind, path);
+          const reply = await connection.addToSession(
+            session,
+            kind,
+            path,
+            alias
+          );
           const outcome = addOutcome(reply, item.name, session);
           if (outcome.level === 'success') {
             Notification.success(outcome.message, { autoClose: 5000 });

@@ -282,6 +282,39 @@ export function inferAddKind(fileName: string): AddKind {
   return 'file';
 }
 
+/**
+ * The name a file gets in a session when no alias is given, as the kernel
+ * chooses it: an archive's folder is its name without the archive suffix
+ * (`lookup.tar.gz` -> `lookup`); anything else keeps its name.
+ */
+export function defaultNameInSession(fileName: string, kind: AddKind): string {
+  if (kind !== 'archive') {
+    return fileName;
+  }
+  const lower = fileName.toLowerCase();
+  // Longest first: `.tar.gz` before a shorter suffix could match.
+  const suffix = [...ARCHIVE_SUFFIXES]
+    .sort((a, b) => b.length - a.length)
+    .find(s => lower.endsWith(s));
+  return suffix ? fileName.slice(0, -suffix.length) : fileName;
+}
+
+/**
+ * The alias to send for what the user typed: none when the field is empty,
+ * equals the default name, or the kind takes no alias (Python files).
+ */
+export function aliasToSend(
+  typed: string,
+  fileName: string,
+  kind: AddKind
+): string | undefined {
+  const alias = typed.trim();
+  if (kind === 'pyfile' || !alias) {
+    return undefined;
+  }
+  return alias === defaultNameInSession(fileName, kind) ? undefined : alias;
+}
+
 /** What to tell the user about an `add` reply. */
 export type AddOutcome = {
   level: 'success' | 'info' | 'error';
@@ -308,9 +341,10 @@ export function addOutcome(
     };
   }
   const kind = reply.artifact?.kind ?? 'file';
+  const renamed = name === fileName ? '' : ` as '${name}'`;
   return {
     level: 'success',
-    message: `Added ${kind} '${name}' to session '${session}'.`
+    message: `Added ${kind} '${fileName}' to session '${session}'${renamed}.`
   };
 }
 

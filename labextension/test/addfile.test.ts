@@ -94,6 +94,12 @@ describe('add requests and replies', () => {
       message: "Added file 'lookup.csv' to session 'a'."
     });
     expect(
+      addOutcome({ ...base, added: true, artifact }, 'lookup_v2.csv', 'a')
+    ).toEqual({
+      level: 'success',
+      message: "Added file 'lookup_v2.csv' to session 'a' as 'lookup.csv'."
+    });
+    expect(
       addOutcome({ ...base, added: false, artifact }, 'lookup.csv', 'a')
     ).toEqual({
       level: 'info',

@@ -107,19 +107,22 @@ def test_a_file_added_from_the_file_browser_is_read_by_the_sessions_udf(
     sidebar.locator("[data-testid='jss-session'][data-session='a']").wait_for(timeout=60_000)
     lab.api(
         "PUT",
-        "/api/contents/ui_lookup.csv",
+        "/api/contents/ui_upload.csv",
         {"type": "file", "format": "text", "content": "added from the UI"},
     )
     # The file browser refreshes its listing by itself every few seconds.
-    item = page.locator(".jp-DirListing-itemName", has_text="ui_lookup.csv")
+    item = page.locator(".jp-DirListing-itemName", has_text="ui_upload.csv")
     item.wait_for(timeout=60_000)
     item.click(button="right")
     page.locator(".lm-Menu-itemLabel", has_text="Add to Spark Session…").click()
-    page.locator(".jp-Dialog select").select_option("a")
+    # Added under another name: the UDF below opens ui_lookup.csv.
+    page.locator(".jp-Dialog [data-testid='jss-add-session']").select_option("a")
+    page.locator(".jp-Dialog [data-testid='jss-add-alias']").fill("ui_lookup.csv")
     page.locator(".jp-Dialog button", has_text="Add").click()
-    page.locator(".jp-toast-message, .Toastify__toast", has_text="ui_lookup.csv").first.wait_for(
-        timeout=30_000
-    )
+    page.locator(
+        ".jp-toast-message, .Toastify__toast", has_text="as 'ui_lookup.csv'"
+    ).first.wait_for(timeout=30_000)
+
     # The sidebar lists the file under session a only.
     def files_of(name: str) -> Any:
         row = page.locator(f"[data-testid='jss-session'][data-session='{name}']")
