@@ -66,6 +66,17 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "jupyter-spark-sessions"}]
 
 
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "jupyter_spark_sessions"}]
+
+
+def _load_jupyter_server_extension(server_app: Any) -> None:
+    """The REST relay to kernels' control channels (see ``server.py``)."""
+    from .server import load_handlers
+
+    load_handlers(server_app)
+
+
 def load_ipython_extension(ip: Any) -> None:
     """``%load_ext jupyter_spark_sessions``: register the magics and cell job tagging.
     PySpark is imported only when a session is first created."""

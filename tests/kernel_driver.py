@@ -14,6 +14,7 @@ from pathlib import Path
 from queue import Empty
 from typing import Any
 
+from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
 KERNEL_NAME = "jss-test-python"
@@ -83,6 +84,24 @@ class Kernel:
         #: Every IOPub message seen so far (comm traffic from background threads too).
         self.iopub_log: list[dict[str, Any]] = []
         self.shutdown_seconds = 0.0
+
+    @classmethod
+    def attach(cls, connection_file: str) -> Kernel:
+        """A client to a kernel somebody else started (a Jupyter server's); ``close``
+        disconnects and leaves the kernel running."""
+        kernel = cls.__new__(cls)
+        kernel.manager = None
+        kernel.client = BlockingKernelClient()
+        kernel.client.load_connection_file(connection_file)
+        kernel.client.start_channels()
+        kernel.client.wait_for_ready(timeout=60)
+        kernel.iopub_log = []
+        kernel.shutdown_seconds = 0.0
+        return kernel
+
+    def close(self) -> None:
+        """Disconnect without shutting the kernel down."""
+        self.client.stop_channels()
 
     def execute(self, code: str, timeout: float = 300) -> CellResult:
         """Run one cell and wait until the kernel is idle again."""

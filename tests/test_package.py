@@ -52,6 +52,19 @@ def test_labextension_is_installed_enabled_and_ok() -> None:
     assert "enabled" in line and "OK" in line
 
 
+def test_server_extension_is_enabled_on_install() -> None:
+    # The REST relay must be there without a `jupyter server extension enable` step.
+    listing = subprocess.run(
+        [sys.executable, "-m", "jupyter_server.extension.serverextension", "list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    text = listing.stdout + listing.stderr
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("jupyter_spark_sessions"))
+    assert "enabled" in line, text
+
+
 def test_labextension_ships_a_built_remote_entry() -> None:
     from jupyter_core.paths import jupyter_path
 

@@ -49,9 +49,10 @@ def _free_port() -> int:
 
 
 class LabServer:
-    """``jupyter lab`` on 127.0.0.1 with a random token, serving ``root``."""
+    """``jupyter lab`` on 127.0.0.1 with a random token, serving ``root``; ``extra_env``
+    adds to its environment."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, extra_env: dict[str, str] | None = None) -> None:
         self.root = root
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -70,6 +71,7 @@ class LabServer:
             JUPYTERLAB_SETTINGS_DIR=str(root.parent / "lab-settings"),
             JUPYTERLAB_WORKSPACES_DIR=str(root.parent / "lab-workspaces"),
         )
+        env.update(extra_env or {})
         command = [
             sys.executable,
             "-m",
