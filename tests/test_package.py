@@ -40,27 +40,23 @@ def test_config_is_read_from_ipython_config() -> None:
     assert SparkSessionsConfig(config=config).default_master == "local[3]"
 
 
-def test_labextension_is_installed_enabled_and_ok() -> None:
+def extension_listing(module: str) -> str:
+    """What ``python -m <module> list`` prints (Jupyter writes it to stderr)."""
     listing = subprocess.run(
-        [sys.executable, "-m", "jupyterlab.labextensions", "list"],
-        capture_output=True,
-        text=True,
-        check=True,
+        [sys.executable, "-m", module, "list"], capture_output=True, text=True, check=True
     )
-    text = listing.stdout + listing.stderr
+    return listing.stdout + listing.stderr
+
+
+def test_labextension_is_installed_enabled_and_ok() -> None:
+    text = extension_listing("jupyterlab.labextensions")
     line = next(ln for ln in text.splitlines() if "jupyter-spark-sessions" in ln)
     assert "enabled" in line and "OK" in line
 
 
 def test_server_extension_is_enabled_on_install() -> None:
     # The REST relay must be there without a `jupyter server extension enable` step.
-    listing = subprocess.run(
-        [sys.executable, "-m", "jupyter_server.extension.serverextension", "list"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    text = listing.stdout + listing.stderr
+    text = extension_listing("jupyter_server.extension.serverextension")
     line = next(ln for ln in text.splitlines() if ln.strip().startswith("jupyter_spark_sessions"))
     assert "enabled" in line, text
 
