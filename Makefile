@@ -62,6 +62,7 @@ bench: setup
 	$(BIN)/python benchmarks/cancel_latency.py
 	$(BIN)/python benchmarks/connect_cancel_latency.py
 	$(BIN)/python benchmarks/artifacts.py
+	$(BIN)/python benchmarks/kernel_shutdown.py
 	$(BIN)/python benchmarks/report.py
 
 clean:

@@ -103,10 +103,33 @@ Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_
 """
 
 
+def _kernel_shutdown(r: dict[str, Any]) -> str:
+    median = r["shutdown_s_median"]
+    return f"""## Kernel shutdown and restart (`benchmarks/kernel_shutdown.py`)
+
+How long a kernel takes to shut down (what a restart waits for), {r["rounds"]} alternating
+rounds of three real kernels: one that ran a query in a session of this project, one
+that ran the same query with PySpark alone, one without Spark. ipykernel waits until
+none of its child processes is left and counts a dead but unreaped JVM as one, so with
+PySpark alone it re-signals for about 30 s (a Jupyter server kills such a kernel after
+5 s); the extension reaps the JVM at shutdown.
+
+| figure | measured | target |
+|---|---|---|
+| with jupyter_spark_sessions (median) | {median["extension"]:.2f} s | |
+| PySpark alone (median) | {median["pyspark_alone"]:.2f} s | |
+| no Spark (median) | {median["no_spark"]:.2f} s | |
+| ratio extension / PySpark alone | {r["ratio"]:.2f} | <= 1.0 |
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+"""
+
+
 RENDERERS = {
     "cancel_latency": _cancel_latency,
     "connect_cancel_latency": _connect_cancel_latency,
     "artifacts": _artifacts,
+    "kernel_shutdown": _kernel_shutdown,
 }
 
 
