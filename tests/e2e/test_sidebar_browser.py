@@ -36,6 +36,14 @@ print('ui file:', rows.first()[0])"""
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
+def files_of(sidebar: Any, session: str) -> Any:
+    """The file items the sidebar lists under ``session``."""
+    # `has` is matched inside each block: a selector of its own, not one under `sidebar`.
+    row = sidebar.page.locator(f"[data-testid='jss-session'][data-session='{session}']")
+    block = sidebar.locator(".jp-SparkSessions-sessionBlock", has=row)
+    return block.locator("[data-testid='jss-session-file']")
+
+
 def set_theme(page: Any, name: str) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Theme").first.click()
@@ -43,9 +51,24 @@ def set_theme(page: Any, name: str) -> None:
     page.wait_for_timeout(1_000)
 
 
+# A file per session (the sidebar lists them, and the screenshots). Not the same name:
+# b's background job is an RDD job in a thread, which runs without session state and
+# would get every session's files in one folder (docs/files.md, "Limits").
+FILE_OF = {"a": "lookup.csv", "b": "rates.csv"}
+FILES_CELL = "\n".join(f"%spark_session add_file {s} data_{s}/{f}" for s, f in FILE_OF.items())
+
+
 def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, page: Any) -> None:
     sidebar = open_sidebar(page)
-    cells = [SETUP_CELL, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL, READ_UI_FILE_CELL]
+    for name, file in FILE_OF.items():
+        lab.api("PUT", f"/api/contents/data_{name}", {"type": "directory"})
+        lab.api(
+            "PUT",
+            f"/api/contents/data_{name}/{file}",
+            {"type": "file", "format": "text", "content": f"key,value\n1,{name}\n"},
+        )
+    setup = f"{SETUP_CELL}\n{FILES_CELL}"
+    cells = [setup, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL, READ_UI_FILE_CELL]
     lab.write_notebook("sidebar.ipynb", cells)
     open_notebook(page, lab.url, lab.token, "sidebar.ipynb")
     sidebar = open_sidebar(page)
@@ -64,6 +87,8 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     group_b = sidebar.locator("[data-testid='jss-group'][data-group='b:2']")
     group_b.wait_for(timeout=30_000)
     assert group_b.get_attribute("data-state") == "running"
+    for name, file in FILE_OF.items():
+        files_of(sidebar, name).filter(has_text=file).wait_for(timeout=30_000)
     progress = group_a.locator("[data-testid='jss-job-progress']").first
     progress.wait_for(timeout=30_000)
     assert progress.get_attribute("data-total") == "1"
@@ -124,13 +149,8 @@ def test_a_file_added_from_the_file_browser_is_read_by_the_sessions_udf(
     ).first.wait_for(timeout=30_000)
 
     # The sidebar lists the file under session a only.
-    def files_of(name: str) -> Any:
-        row = page.locator(f"[data-testid='jss-session'][data-session='{name}']")
-        block = sidebar.locator(".jp-SparkSessions-sessionBlock", has=row)
-        return block.locator("[data-testid='jss-session-file']")
-
-    files_of("a").filter(has_text="ui_lookup.csv").wait_for(timeout=30_000)
-    assert files_of("a").first.get_attribute("data-file") == "ui_lookup.csv"
-    assert files_of("b").count() == 0
+    added = "[data-file='ui_lookup.csv']"
+    files_of(sidebar, "a").and_(page.locator(added)).wait_for(timeout=30_000)
+    assert files_of(sidebar, "b").and_(page.locator(added)).count() == 0
     run_cell(page, 4)
     cell_output(page, 4).locator("text=ui file: added from the UI").wait_for(timeout=120_000)
