@@ -12,7 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from . import job_tags
-from .registry import SessionRegistry
+from .registry import ManagedSession, SessionRegistry
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -53,7 +53,7 @@ class CellJobTagging:
             return  # nothing managed: no cost on cells
         managed = self.registry.find(self.shell.user_ns.get("spark"))
         if managed is not None:
-            self._push(managed.name, managed.tag_target)
+            self._push(managed)
 
     def current_count(self) -> int:
         """The execution count of the cell this thread is running (as frontends show it)."""
@@ -69,12 +69,14 @@ class CellJobTagging:
             return
         if pushed:
             self._pop()
-        self._push(name, self.registry.get(name).tag_target)
+        self._push(self.registry.get(name))
 
-    def _push(self, name: str, target: Any) -> None:
-        count = self.current_count()
+    def _push(self, managed: ManagedSession) -> None:
+        name, count = managed.name, self.current_count()
         try:
-            self.registry.tagger.push(target, name, count)
+            self.registry.tagger.push(
+                managed.tag_target, name, count, managed.thread_artifact_state
+            )
         except Exception:  # a stopped context must not break every cell
             log.warning("could not tag the jobs of this cell for session %r", name)
             return

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .backends import connect
+from .backends import classic, connect
 
 TAG_PREFIX = "jss:"
 
@@ -71,6 +71,9 @@ class _AppliedTags:
     target: Any  # the SparkContext (classic) or the Connect SparkSession
     tags: tuple[str, ...]
     interrupt_before: str | None = None  # the thread's setting, restored on removal
+    #: Classic isolated sessions: the JVM artifact state the thread's RDD jobs run in.
+    artifact_state: Any = None
+    state_before: Any = None  # the thread's artifact state, restored on removal
 
 
 class ThreadJobTagger:
@@ -90,13 +93,18 @@ class ThreadJobTagger:
             stack = self._local.stack = []
         return stack
 
-    def push(self, target: Any, session_name: str, execution_count: int) -> None:
+    def push(
+        self, target: Any, session_name: str, execution_count: int, artifact_state: Any = None
+    ) -> None:
         """Tag the current thread's jobs as ``session_name``'s cell ``execution_count``;
-        ``target`` is the session's SparkContext (classic) or its Connect session."""
+        ``target`` is the session's SparkContext (classic) or its Connect session. With
+        ``artifact_state`` (classic isolated sessions), the thread's RDD jobs also run in
+        the session's artifact state."""
         stack = self._stack()
         if stack:
             _remove(stack[-1])
-        applied = _AppliedTags(target, cell_tags(session_name, execution_count))
+        tags = cell_tags(session_name, execution_count)
+        applied = _AppliedTags(target, tags, artifact_state=artifact_state)
         stack.append(applied)
         _add(applied)
 
@@ -115,9 +123,11 @@ class ThreadJobTagger:
         return stack[-1].tags if stack else ()
 
     @contextmanager
-    def tagged(self, target: Any, session_name: str, execution_count: int) -> Iterator[None]:
+    def tagged(
+        self, target: Any, session_name: str, execution_count: int, artifact_state: Any = None
+    ) -> Iterator[None]:
         """Tag the current thread's jobs for the duration of a ``with`` block."""
-        self.push(target, session_name, execution_count)
+        self.push(target, session_name, execution_count, artifact_state)
         try:
             yield
         finally:
@@ -135,6 +145,8 @@ def _add(applied: _AppliedTags) -> None:
         sc.addJobTag(tag)
     applied.interrupt_before = sc.getLocalProperty(_INTERRUPT_ON_CANCEL)
     sc.setInterruptOnCancel(True)
+    if applied.artifact_state is not None:
+        applied.state_before = classic.set_thread_artifact_state(sc, applied.artifact_state)
 
 
 def _remove(applied: _AppliedTags) -> None:
@@ -147,3 +159,6 @@ def _remove(applied: _AppliedTags) -> None:
     for tag in applied.tags:
         sc.removeJobTag(tag)
     sc.setLocalProperty(_INTERRUPT_ON_CANCEL, applied.interrupt_before)
+    if applied.state_before is not None:
+        classic.restore_thread_artifact_state(sc, applied.state_before)
+        applied.state_before = None

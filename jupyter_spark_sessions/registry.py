@@ -97,6 +97,14 @@ class ManagedSession:
         return self.session if self.is_connect else self.sc
 
     @property
+    def thread_artifact_state(self) -> Any:
+        """What a cell's RDD jobs run in: the JVM artifact state of a classic isolated
+        session (its files, as for its queries); None otherwise."""
+        if self.is_connect or not self.isolated:
+            return None
+        return classic.artifact_state(self.session)
+
+    @property
     def master(self) -> str:
         """The master URL (classic) or the Connect server's address, without token."""
         if self.endpoint is not None:
@@ -476,7 +484,10 @@ class SessionRegistry:
         session = self.session(name)
         self.board.cell_started(name, execution_count, description)
         try:
-            with self.tagger.tagged(self.get(name).tag_target, name, execution_count):
+            managed = self.get(name)
+            with self.tagger.tagged(
+                managed.tag_target, name, execution_count, managed.thread_artifact_state
+            ):
                 yield session
         finally:
             self.board.cell_finished(name, execution_count)

@@ -131,6 +131,30 @@ def test_same_names_in_two_sessions_each_read_their_own(
     assert probe(kernel, "c", "import_value", "zhelpers") == "ERR ModuleNotFoundError"
 
 
+RDD_READ = (
+    "spark.sparkContext.parallelize(['lookup.csv'], 1).map(lambda p: open(p).read()).collect()"
+)
+
+
+def test_a_cells_rdd_jobs_read_the_files_of_its_session(
+    kernel_on: tuple[Kernel, dict[str, str]],
+) -> None:
+    # RDD jobs have no session of their own: they run in the cell's session. Without
+    # that they would get both sessions' lookup.csv in one folder and fail.
+    kernel, _ = kernel_on
+    for session in ("a", "b"):
+        out = kernel.ok(f"%%spark_session {session}\nprint({RDD_READ})").stdout
+        assert out.strip() == f"['lookup of {session}']"
+    kernel.ok("%spark_session use b")
+    assert kernel.ok(f"print({RDD_READ})").stdout.strip() == "['lookup of b']"
+    # Lent for the cell only: a cell outside managed sessions leaves the thread without.
+    kernel.ok("_bound = spark\ndel spark")
+    holder = "__import__('jupyter_spark_sessions.backends.classic').backends.classic"
+    empty = kernel.value(f"{holder}._artifact_state_holder(_bound.sparkContext).get().isEmpty()")
+    kernel.ok("spark = _bound")
+    assert empty is True
+
+
 def test_driver_sees_the_same_files_in_the_session_directory(
     kernel_on: tuple[Kernel, dict[str, str]],
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -160,3 +161,28 @@ def test_job_status_reader_reads_jobs_stages_and_counts(root: Any) -> None:
     assert ended["numCompletedTasks"] == 2
     assert reader.job(10**6) is None
     assert reader.stage(10**6) is None
+
+
+# Last in the module: it gives two sessions a file of the same name, after which jobs
+# without session state on this context would fail (Spark's behaviour).
+def test_thread_artifact_state_runs_rdd_jobs_in_a_sessions_files(root: Any, tmp_path: Path) -> None:
+    sc = root.sparkContext
+    sessions = {}
+    for name in ("a", "b"):
+        session = classic.new_isolated_session(root, {})
+        staged = tmp_path / name / "thread_state.txt"
+        staged.parent.mkdir()
+        staged.write_text(f"file of {name}")
+        classic.add_session_artifact(session, "files/thread_state.txt", str(staged))
+        sessions[name] = session
+    for name, session in sessions.items():
+        state = classic.artifact_state(session)
+        assert state is not None
+        previous = classic.set_thread_artifact_state(sc, state)
+        try:
+            read = sc.parallelize(["thread_state.txt"], 1).map(lambda p: Path(p).read_text())
+            assert read.collect() == [f"file of {name}"]
+        finally:
+            classic.restore_thread_artifact_state(sc, previous)
+        assert classic._artifact_state_holder(sc).get().isEmpty(), "restored"
+    assert classic.artifact_state(root) is None, "the root session is not isolated"

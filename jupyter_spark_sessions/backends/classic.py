@@ -143,8 +143,50 @@ def apply_session_conf(session: SparkSession, conf: Mapping[str, str]) -> None:
 
 def is_isolated(session: SparkSession) -> bool:
     """True when the session's artifacts are session-scoped (SPARK-44290)."""
-    state = session._jsparkSession.sessionState().artifactManager().state()  # private
-    return state is not None
+    return artifact_state(session) is not None
+
+
+def artifact_state(session: SparkSession) -> Any:
+    """The JVM ``JobArtifactState`` of an isolated session (None when not isolated)."""
+    return session._jsparkSession.sessionState().artifactManager().state()  # private
+
+
+#: Per JVM gateway: Spark's thread-local holding the artifact state of the jobs the
+#: thread starts (found once by reflection: it is a private field).
+_STATE_HOLDERS: dict[int, Any] = {}
+
+
+def _artifact_state_holder(sc: SparkContext) -> Any:
+    holder = _STATE_HOLDERS.get(id(sc._gateway))
+    if holder is None:
+        jvm = sc._jvm
+        assert jvm is not None
+        owner = jvm.java.lang.Class.forName("org.apache.spark.JobArtifactSet$")
+        field = owner.getDeclaredField("currentClientSessionState")  # private[this]
+        field.setAccessible(True)
+        holder = field.get(owner.getField("MODULE$").get(None))
+        _STATE_HOLDERS[id(sc._gateway)] = holder
+    return holder
+
+
+def set_thread_artifact_state(sc: SparkContext, state: Any) -> Any:
+    """Run the jobs this thread starts outside a query (RDD jobs) in the session artifact
+    ``state``, as Spark runs the session's own queries: its files, its working directory.
+    Without it they get every session's files in one folder, and two sessions' files of
+    the same name make them fail. Returns what to pass to ``restore_thread_artifact_state``
+    (None when PySpark does not pin Python threads to JVM threads: nothing was set)."""
+    if os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "true":
+        return None
+    holder = _artifact_state_holder(sc)
+    previous = holder.get()
+    holder.set(sc._jvm.scala.Option.apply(state))  # type: ignore[union-attr]
+    return previous
+
+
+def restore_thread_artifact_state(sc: SparkContext, previous: Any) -> None:
+    """Undo ``set_thread_artifact_state`` on this thread."""
+    if previous is not None:
+        _artifact_state_holder(sc).set(previous)
 
 
 def session_uuid(session: SparkSession) -> str:
