@@ -14,6 +14,9 @@ thread to its own JVM thread, and Spark keeps tags per JVM thread.
 ``SparkSession.addTag``/``interruptTag`` are NOT used there: in classic mode they are
 rewritten per thread and cannot cancel from another thread. Spark Connect sessions:
 ``SparkSession.addTag`` (per client thread), and ``interruptTag`` works from any thread.
+
+The same per-thread push also lends a classic isolated session's artifact state to the
+RDD jobs the cell starts (Spark gives them none), so they read the session's files.
 """
 
 from __future__ import annotations
