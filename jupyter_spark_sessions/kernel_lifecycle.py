@@ -8,9 +8,9 @@ observes ``exit_now`` instead (``exit``/``quit`` in a terminal IPython set it to
 if ipykernel changes this order.
 
 ipykernel then waits, re-signalling for about 30 s, until no child is left, and it
-counts zombies: the JVM it kills stays one, since PySpark never waits on it. So a kernel
-restart took 30 s (or got killed by the server after 5 s) until the cleanup started a
-thread that reaps the JVM the moment it dies.
+counts zombies: the JVM it kills stays one, since PySpark never waits on it. So the
+cleanup ends by starting a thread that reaps the JVM the moment it dies; without it a
+restart takes 30 s (or the server kills the kernel after 5 s).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -96,10 +97,11 @@ class ManagedSession:
         thread) or the Connect session (per client thread)."""
         return self.session if self.is_connect else self.sc
 
-    @property
+    @cached_property
     def thread_artifact_state(self) -> Any:
         """What a cell's RDD jobs run in: the JVM artifact state of a classic isolated
-        session (its files, as for its queries); None otherwise."""
+        session (its files, as for its queries); None otherwise. Fixed for the session's
+        life: read once, not on every cell."""
         if self.is_connect or not self.isolated:
             return None
         return classic.artifact_state(self.session)
