@@ -28,17 +28,20 @@ def send_control_reply(
     kernel.session.send(stream, msg_type, content, parent, ident)
 
 
-def route_comm_messages_to_sender(comm: Any) -> None:
-    """Handle a comm's incoming messages on the subshell the frontend sent them on.
+def route_comm_messages_to_sender(comm: Any) -> bool:
+    """Handle a comm's incoming messages on the subshell the frontend sent them on;
+    False when this ipykernel (< 7.4) or comm has no such router: its messages then
+    wait for the running cell, and nothing else changes.
 
     ipykernel 7 routes them to the subshell that last *published* on the comm: for a
     comm updated from a background thread or created in a main-shell cell, the main
     shell, i.e. only after the running cell ends. JupyterLab >= 4.4 sends comm messages
     on a subshell precisely so that they can run while the main shell is busy."""
     if not hasattr(comm, "_reply_subshell_for"):
-        raise RuntimeError("this ipykernel's comms have no _reply_subshell_for router")
+        return False
 
     def sender_subshell(data: Any, default: str | None) -> str | None:
         return default  # the subshell id of the incoming message's header
 
     comm._reply_subshell_for = sender_subshell
+    return True

@@ -31,9 +31,19 @@ class _Comm:
 
 def test_route_comm_messages_to_sender_answers_with_the_incoming_subshell() -> None:
     comm = _Comm()
-    ipykernel_internals.route_comm_messages_to_sender(comm)
+    assert ipykernel_internals.route_comm_messages_to_sender(comm) is True
     assert comm._reply_subshell_for({"x": 1}, "subshell-7") == "subshell-7"
     assert comm._reply_subshell_for(None, None) is None
+
+
+def test_a_comm_without_the_router_is_left_alone_and_reported() -> None:
+    # ipykernel < 7.4 (and non-kernel comms): clicks wait for the cell, nothing breaks.
+    class OldComm:
+        pass
+
+    comm = OldComm()
+    assert ipykernel_internals.route_comm_messages_to_sender(comm) is False
+    assert not hasattr(comm, "_reply_subshell_for")
 
 
 def test_add_control_handler_fills_the_table() -> None:
