@@ -41,7 +41,7 @@ def main() -> None:
     )
     registry = SessionRegistry(config)
     registry.create("bench")
-    handler = RequestHandler(registry.board)
+    handler = RequestHandler(registry, registry.board)
     sc = registry.session("bench").sparkContext
 
     @udf("long")

@@ -43,7 +43,7 @@ def main() -> None:
     )
     registry = SessionRegistry(config)
     registry.create("bench", remote="local")
-    handler = RequestHandler(registry.board)
+    handler = RequestHandler(registry, registry.board)
     session = registry.session("bench")
 
     @udf(returnType=LongType())

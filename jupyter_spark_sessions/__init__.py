@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .artifacts import AddResult, Artifact
+from .board import JobBoard
 from .config import SparkSessionsConfig
 from .errors import (
     ArtifactError,
@@ -23,8 +24,8 @@ from .errors import (
     UnknownSessionError,
 )
 from .job_tags import group_id, group_tag, parse_tag, session_tag
-from .jobs import BoardSnapshot, GroupView, JobBoard
 from .registry import ManagedSession, Release, SessionInfo, SessionRegistry, default_registry
+from .snapshot import BoardSnapshot, GroupView, SessionView
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ __all__ = [
     "SessionInfo",
     "SessionNameError",
     "SessionRegistry",
+    "SessionView",
     "SparkSessionsConfig",
     "SparkSessionsError",
     "UnknownGroupError",
@@ -94,7 +96,7 @@ def load_ipython_extension(ip: Any) -> None:
         from .kernel import KernelChannels
         from .request_handler import RequestHandler
 
-        KernelChannels(kernel, RequestHandler(registry.board)).install()
+        KernelChannels(kernel, RequestHandler(registry, registry.board)).install()
     tagging.register()
     # Release sessions and stop a context this project started when the kernel exits.
     call_once_at_shutdown(ip, registry.shutdown)

@@ -74,9 +74,7 @@ class CellJobTagging:
     def _push(self, managed: ManagedSession) -> None:
         name, count = managed.name, self.current_count()
         try:
-            self.registry.tagger.push(
-                managed.tag_target, name, count, managed.thread_artifact_state
-            )
+            self.registry.tagger.push(managed.backend, name, count)
         except Exception:  # a stopped context must not break every cell
             log.warning("could not tag the jobs of this cell for session %r", name)
             return

@@ -25,15 +25,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .backends import classic, connect
+if TYPE_CHECKING:
+    from .backends.base import SessionBackend
 
 TAG_PREFIX = "jss:"
-
-# Local property behind SparkContext.setInterruptOnCancel: without it, cancelling an RDD
-# job leaves its running tasks to finish (SQL jobs interrupt theirs by default).
-_INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel"
 
 
 def session_tag(session_name: str) -> str:
@@ -70,13 +67,10 @@ def parse_tag(tag: str) -> tuple[str, int | None] | None:
 
 
 @dataclass
-class _AppliedTags:
-    target: Any  # the SparkContext (classic) or the Connect SparkSession
+class _Pushed:
+    backend: SessionBackend
     tags: tuple[str, ...]
-    interrupt_before: str | None = None  # the thread's setting, restored on removal
-    #: Classic isolated sessions: the JVM artifact state the thread's RDD jobs run in.
-    artifact_state: Any = None
-    state_before: Any = None  # the thread's artifact state, restored on removal
+    applied: Any = None  # what the backend needs to undo it; None while not applied
 
 
 class ThreadJobTagger:
@@ -84,32 +78,26 @@ class ThreadJobTagger:
 
     A stack per thread: a cell magic that runs its body in another session pushes that
     session over the cell's own, and popping restores the cell's tags. Only the top of
-    each thread's stack is applied to Spark.
+    each thread's stack is applied to Spark (by the session's backend).
     """
 
     def __init__(self) -> None:
         self._local = threading.local()
 
-    def _stack(self) -> list[_AppliedTags]:
-        stack: list[_AppliedTags] | None = getattr(self._local, "stack", None)
+    def _stack(self) -> list[_Pushed]:
+        stack: list[_Pushed] | None = getattr(self._local, "stack", None)
         if stack is None:
             stack = self._local.stack = []
         return stack
 
-    def push(
-        self, target: Any, session_name: str, execution_count: int, artifact_state: Any = None
-    ) -> None:
-        """Tag the current thread's jobs as ``session_name``'s cell ``execution_count``;
-        ``target`` is the session's SparkContext (classic) or its Connect session. With
-        ``artifact_state`` (classic isolated sessions), the thread's RDD jobs also run in
-        the session's artifact state."""
+    def push(self, backend: SessionBackend, session_name: str, execution_count: int) -> None:
+        """Tag the current thread's jobs as ``session_name``'s cell ``execution_count``."""
         stack = self._stack()
         if stack:
             _remove(stack[-1])
-        tags = cell_tags(session_name, execution_count)
-        applied = _AppliedTags(target, tags, artifact_state=artifact_state)
-        stack.append(applied)
-        _add(applied)
+        pushed = _Pushed(backend, cell_tags(session_name, execution_count))
+        stack.append(pushed)
+        _add(pushed)
 
     def pop(self) -> None:
         """Undo the last push on the current thread; a no-op when nothing is pushed."""
@@ -127,41 +115,21 @@ class ThreadJobTagger:
 
     @contextmanager
     def tagged(
-        self, target: Any, session_name: str, execution_count: int, artifact_state: Any = None
+        self, backend: SessionBackend, session_name: str, execution_count: int
     ) -> Iterator[None]:
         """Tag the current thread's jobs for the duration of a ``with`` block."""
-        self.push(target, session_name, execution_count, artifact_state)
+        self.push(backend, session_name, execution_count)
         try:
             yield
         finally:
             self.pop()
 
 
-def _add(applied: _AppliedTags) -> None:
-    if connect.is_connect_session(applied.target):
-        connect.add_tags(applied.target, applied.tags)
-        return
-    sc = applied.target
-    if sc._jsc is None:  # stopped from Python: its jobs cannot run, nothing to tag
-        return
-    for tag in applied.tags:
-        sc.addJobTag(tag)
-    applied.interrupt_before = sc.getLocalProperty(_INTERRUPT_ON_CANCEL)
-    sc.setInterruptOnCancel(True)
-    if applied.artifact_state is not None:
-        applied.state_before = classic.set_thread_artifact_state(sc, applied.artifact_state)
+def _add(pushed: _Pushed) -> None:
+    pushed.applied = pushed.backend.tag_thread(pushed.tags)
 
 
-def _remove(applied: _AppliedTags) -> None:
-    if connect.is_connect_session(applied.target):
-        connect.remove_tags(applied.target, applied.tags)
-        return
-    sc = applied.target
-    if sc._jsc is None:  # the context was stopped meanwhile: nothing to untag
-        return
-    for tag in applied.tags:
-        sc.removeJobTag(tag)
-    sc.setLocalProperty(_INTERRUPT_ON_CANCEL, applied.interrupt_before)
-    if applied.state_before is not None:
-        classic.restore_thread_artifact_state(sc, applied.state_before)
-        applied.state_before = None
+def _remove(pushed: _Pushed) -> None:
+    applied, pushed.applied = pushed.applied, None
+    if applied is not None:
+        pushed.backend.untag_thread(applied)

@@ -1,13 +1,11 @@
 """The ``%spark_session`` and ``%%spark_session`` magics: parse, delegate to the
-registry, print. No logic of their own."""
+registry (and ``session_cells`` for the cell magic), print."""
 
 from __future__ import annotations
 
 import argparse
-import ast
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -16,11 +14,13 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser
 from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 
+from . import protocol
 from .artifacts import AddResult
-from .cell_tagging import CellJobTagging, first_line
+from .cell_tagging import CellJobTagging
 from .errors import ConfError, SparkSessionsError
-from .jobs import FINAL_STATES, GroupView
-from .registry import SessionInfo, SessionRegistry
+from .registry import SessionRegistry
+from .session_cells import run_cell_in
+from .snapshot import FINAL_STATES, GroupView, SessionView
 
 if TYPE_CHECKING:
     from .panel import BoardPanel
@@ -39,7 +39,25 @@ def parse_conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
     return conf
 
 
-def _build_parser() -> MagicArgumentParser:
+#: One example per subcommand, shown under it by ``%spark_session?``.
+_EXAMPLES = {
+    "create": "%spark_session create etl --conf spark.sql.shuffle.partitions=8",
+    "adopt": "%spark_session adopt mine spark",
+    "use": "%spark_session use etl",
+    "list": "%spark_session list",
+    "info": "%spark_session info etl",
+    "stop": "%spark_session stop etl",
+    "add_file": "%spark_session add_file etl data/lookup.csv --as lookup.csv",
+    "add_archive": "%spark_session add_archive etl models.zip --as models",
+    "add_pyfile": "%spark_session add_pyfile etl helpers.py",
+    "files": "%spark_session files etl",
+    "jobs": "%spark_session jobs etl",
+    "cancel": "%spark_session cancel etl:12",
+    "panel": "%spark_session panel",
+}
+
+
+def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = MagicArgumentParser(  # type: ignore[no-untyped-call]
         prog="%spark_session",
         description="Isolated Spark sessions on the kernel's shared SparkContext.",
@@ -47,11 +65,20 @@ def _build_parser() -> MagicArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="SUBCOMMAND")
     commands.required = True
+    subcommands: dict[str, argparse.ArgumentParser] = {}
 
     def add(name: str, help: str) -> argparse.ArgumentParser:
+        # Plain argparse formatting: IPython's help formatter writes reST markers.
         sub: argparse.ArgumentParser = commands.add_parser(
-            name, help=help, description=help, add_help=False, prog=f"%spark_session {name}"
+            name,
+            help=help,
+            description=help,
+            epilog=f"Example: {_EXAMPLES[name]}",
+            add_help=False,
+            prog=f"%spark_session {name}",
+            formatter_class=argparse.HelpFormatter,
         )
+        subcommands[name] = sub
         return sub
 
     create = add(
@@ -153,10 +180,10 @@ def _build_parser() -> MagicArgumentParser:
         "panel",
         "Show a live panel of sessions and job groups, with progress bars and Cancel buttons.",
     )
-    return parser
+    return parser, subcommands
 
 
-_PARSER = _build_parser()
+_PARSER, _SUBCOMMANDS = _build_parser()
 
 
 def _help_text() -> str:
@@ -167,8 +194,7 @@ def _help_text() -> str:
         "Subcommands:",
         "",
     ]
-    action = next(a for a in _PARSER._actions if isinstance(a, argparse._SubParsersAction))
-    details = [sub.format_help().strip() for sub in action.choices.values()]
+    details = [sub.format_help().strip() for sub in _SUBCOMMANDS.values()]
     return "\n".join(usage) + "\n\n".join(details)
 
 
@@ -183,7 +209,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join(lines)
 
 
-def _info_row(info: SessionInfo) -> list[object]:
+def _info_row(info: SessionView) -> list[object]:
     return [
         info.name,
         info.origin,
@@ -261,7 +287,8 @@ class SparkSessionMagics(Magics):
     def _cmd_create(self, args: argparse.Namespace) -> None:
         conf = parse_conf_pairs(args.conf)
         managed = self.registry.create(args.name, conf=conf, master=args.master, remote=args.remote)
-        where = f"Spark Connect {managed.master}" if managed.is_connect else managed.master
+        backend = managed.backend
+        where = f"Spark Connect {backend.where()}" if backend.kind == "connect" else backend.where()
         print(
             f"Created session '{managed.name}' on {where} "
             f"(bind it with `%spark_session use {managed.name}`)."
@@ -312,8 +339,8 @@ class SparkSessionMagics(Magics):
             ("directory", info.directory),
             ("files", len(self.registry.files(args.name))),
         ]
-        if not info.context_running:
-            fields.append(("state", "SparkContext stopped outside jupyter_spark_sessions"))
+        if info.disconnected:
+            fields.append(("state", info.disconnected))
         print("\n".join(f"{k:<13} {v}" for k, v in fields))
 
     def _cmd_stop(self, args: argparse.Namespace) -> None:
@@ -386,12 +413,17 @@ class SparkSessionMagics(Magics):
         print(format_table(_JOBS_HEADERS, [_group_row(g, time.time()) for g in groups]))
 
     def _cmd_cancel(self, args: argparse.Namespace) -> None:
-        modes = sum([bool(args.groups), args.session is not None, args.all])
-        if modes != 1:
+        request = {"groups": args.groups or None, "session": args.session, "all": args.all or None}
+        try:  # the protocol's own rules, as for every other channel
+            protocol.parse_request(
+                {"version": protocol.PROTOCOL_VERSION, "action": "cancel"}
+                | {k: v for k, v in request.items() if v is not None}
+            )
+        except protocol.ProtocolError:
             raise UsageError(
                 "Usage: %spark_session cancel GROUP_ID ... | --session NAME | --all "
                 "(exactly one of them)."
-            )
+            ) from None
         outcome = self.registry.board.request_cancel(
             args.groups, session=args.session, everything=args.all
         )
@@ -418,41 +450,7 @@ class SparkSessionMagics(Magics):
         names = arg_split(line, posix=True)
         if len(names) != 1:
             raise UsageError("Usage: %%spark_session NAME (then the cell's code).")
-        name = names[0]
-        session = self.registry.session(name)
-        with (
-            self._spark_bound_to(session),
-            self.registry.running_in(name, self.tagging.current_count(), first_line(cell)),
-        ):
-            return self._execute(cell)
-
-    @contextmanager
-    def _spark_bound_to(self, session: Any) -> Iterator[None]:
-        user_ns = self.ip.user_ns
-        previous = user_ns.get("spark", _UNSET)
-        user_ns["spark"] = session
-        try:
-            yield
-        finally:
-            if previous is _UNSET:
-                user_ns.pop("spark", None)
-            else:
-                user_ns["spark"] = previous
-
-    def _execute(self, cell: str) -> Any:
-        """Run the cell's code in the user namespace; return the last expression's value
-        (which IPython displays as the cell's result), as a normal cell would."""
-        source = self.ip.transform_cell(cell)  # type: ignore[no-untyped-call]
-        tree = ast.parse(source)
-        last_expr = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last_expr = ast.Expression(tree.body.pop().value)
-        filename = self.ip.compile.cache(cell)  # so tracebacks show the cell's lines
-        namespace = self.ip.user_ns
-        exec(compile(tree, filename, "exec"), namespace)
-        if last_expr is not None:
-            return eval(compile(last_expr, filename, "eval"), namespace)
-        return None
+        return run_cell_in(self.ip, self.registry, self.tagging, names[0], cell)
 
 
 SparkSessionMagics.spark_session.__doc__ = _help_text()

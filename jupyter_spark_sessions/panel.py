@@ -16,8 +16,9 @@ from typing import Any
 import ipywidgets as widgets
 
 from . import ipykernel_internals
+from .board import JobBoard
 from .errors import SparkSessionsError
-from .jobs import FINAL_STATES, BoardSnapshot, GroupView, JobBoard
+from .snapshot import FINAL_STATES, BoardSnapshot, GroupView
 
 _BAR_STYLES = {
     "running": "info",

@@ -1,5 +1,5 @@
 """The versioned request/reply protocol shared by every channel that reaches the kernel:
-the control-channel message type, the comm, and (later) the server's REST relay.
+the control-channel message type, the comm, and the Jupyter server's REST relay.
 
 Documented in docs/protocol.md; change both together, and bump ``PROTOCOL_VERSION`` for
 any change a client could notice. Parsing is strict: anything malformed is a
@@ -65,7 +65,7 @@ def parse_request(message: Any) -> Request:
     if not isinstance(message, dict):
         raise ProtocolError("bad_request", "A request must be a JSON object.")
     version = message.get("version")
-    if version != PROTOCOL_VERSION:
+    if type(version) is not int or version != PROTOCOL_VERSION:  # True == 1 in Python
         raise ProtocolError(
             "unsupported_version",
             f"Unsupported protocol version {version!r}: this kernel speaks version "

@@ -14,31 +14,31 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import job_tags
+from . import backends, job_tags
 from .archives import ArchiveLimits
 from .artifacts import AddResult, Artifact, SessionArtifacts
 from .backends import classic, connect
+from .backends.base import SessionBackend
+from .board import JobBoard
 from .config import SparkSessionsConfig
 from .errors import (
     ArtifactError,
-    ConfError,
     ConnectError,
-    ContextStoppedError,
     MasterMismatchError,
     NotASparkSessionError,
     SessionNameError,
     UnknownSessionError,
 )
 from .java_runtime import require_java
-from .jobs import BoardPoller, JobBoard
 from .kernel_lifecycle import reap_when_it_exits
+from .poller import BoardPoller
+from .snapshot import FileView, SessionView
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Origin = Literal["created", "adopted"]
-Backend = Literal["classic", "connect"]
 
 # Letters, digits, '_', '.', '-'; never ':' or ',' (they would break job tags).
 _NAME_PATTERN = re.compile(r"[^\W\d][\w.-]{0,63}")
@@ -67,82 +66,24 @@ class ManagedSession:
     """A SparkSession registered under a name."""
 
     name: str
-    session: Any  # a classic SparkSession, or a Spark Connect one (see ``backend``)
+    backend: SessionBackend
     origin: Origin
-    session_id: str
-    spark_job_tag: str
     directory: Path
     isolated: bool
     artifacts: SessionArtifacts
-    backend: Backend = "classic"
-    #: Spark Connect only: where the server is (``display`` carries no token).
-    endpoint: connect.Endpoint | None = None
-    registered_at: float = field(default_factory=time.time)
-    #: Spark Connect only: the progress handler feeding the job board.
-    progress_handler: Any = None
 
     @property
-    def sc(self) -> SparkContext:
-        """The SparkContext the session runs on (classic sessions only)."""
-        sc: SparkContext = self.session.sparkContext
-        return sc
+    def session(self) -> Any:
+        """The SparkSession object (classic or Spark Connect) the user's code holds."""
+        return self.backend.session
 
     @property
-    def is_connect(self) -> bool:
-        return self.backend == "connect"
-
-    @property
-    def tag_target(self) -> Any:
-        """What carries this session's job tags: the SparkContext (classic, per JVM
-        thread) or the Connect session (per client thread)."""
-        return self.session if self.is_connect else self.sc
-
-    @cached_property
-    def thread_artifact_state(self) -> Any:
-        """What a cell's RDD jobs run in: the JVM artifact state of a classic isolated
-        session (its files, as for its queries); None otherwise. Fixed for the session's
-        life: read once, not on every cell."""
-        if self.is_connect or not self.isolated:
-            return None
-        return classic.artifact_state(self.session)
-
-    @property
-    def master(self) -> str:
-        """The master URL (classic) or the Connect server's address, without token."""
-        if self.endpoint is not None:
-            return self.endpoint.display
-        return "(stopped)" if self.stopped else str(self.sc.master)
-
-    @property
-    def stopped(self) -> bool:
-        """True when the session can no longer run anything (context or client stopped)."""
-        if self.is_connect:
-            return connect.is_stopped(self.session)
-        return classic.context_is_stopped(self.sc)
-
-    @property
-    def cancel_tags(self) -> tuple[str, ...]:
-        """Tags that together cover every job of this session: Spark's own session tag
-        (SQL jobs from any thread) and this project's (every job run from its cells).
-        A Connect session is cancelled as a whole with ``interruptAll`` instead."""
-        if self.is_connect:
-            return (job_tags.session_tag(self.name),)
-        return self.spark_job_tag, job_tags.session_tag(self.name)
+    def session_id(self) -> str:
+        return self.backend.session_id
 
 
-@dataclass(frozen=True)
-class SessionInfo:
-    """What `list` and `info` show about one session."""
-
-    name: str
-    origin: Origin
-    backend: str
-    master: str
-    session_id: str
-    directory: str
-    running_jobs: int
-    isolated: bool
-    context_running: bool
+#: What `list` and `info` show about one session: the view every frontend shows.
+SessionInfo = SessionView
 
 
 class Release:
@@ -216,8 +157,12 @@ class SessionRegistry:
         """The SparkSession (classic or Connect) registered as ``name``, checked to be
         usable."""
         managed = self.get(name)
-        _require_usable(managed)
+        managed.backend.require_usable(name)
         return managed.session
+
+    def backend(self, name: str) -> SessionBackend:
+        """The backend of session ``name`` (for the job board)."""
+        return self.get(name).backend
 
     def find(self, session: object) -> ManagedSession | None:
         """The registration of this very SparkSession object, if any."""
@@ -228,27 +173,35 @@ class SessionRegistry:
                 return managed
         return None
 
-    def info(self, name: str) -> SessionInfo:
+    def info(self, name: str) -> SessionView:
         """What is known about session ``name`` now."""
+        return self.describe(name)
+
+    def describe(self, name: str, running_jobs: int | None = None) -> SessionView:
+        """How every view shows session ``name`` (``running_jobs``: when the caller
+        already counted them). Never raises for a session Spark lost: it says so."""
         managed = self.get(name)
-        running = not managed.stopped
-        if managed.is_connect:
-            jobs = self.board.running_operations(name)
-        else:
-            jobs = len(classic.active_job_ids(managed.sc, managed.cancel_tags)) if running else 0
-        return SessionInfo(
+        backend = managed.backend
+        try:
+            master, problem = backend.where(), backend.problem()
+            if running_jobs is None:
+                running_jobs = 0 if problem else backend.running_jobs()
+        except Exception as exc:  # the driver or server went away
+            master, problem, running_jobs = "(unreachable)", _first_line(exc), 0
+        return SessionView(
             name=managed.name,
             origin=managed.origin,
-            backend=managed.backend,
-            master=managed.master,
+            backend=backend.kind,
+            master=master,
             session_id=managed.session_id,
-            directory=str(managed.directory),
-            running_jobs=jobs,
             isolated=managed.isolated,
-            context_running=running,
+            directory=str(managed.directory),
+            disconnected=problem,
+            files=tuple(FileView(a.name, a.kind, a.size) for a in managed.artifacts.list()),
+            running_jobs=running_jobs,
         )
 
-    def list(self) -> list[SessionInfo]:
+    def list(self) -> builtins.list[SessionView]:
         """``info`` of every registered session."""
         return [self.info(name) for name in self.names()]
 
@@ -278,55 +231,34 @@ class SessionRegistry:
             )
         with self._reserve(name):
             settings = {**self.config.session_defaults, **(conf or {})}
+            backend: SessionBackend
             if remote is not None:
-                endpoint = self._connect_endpoint(remote)
-                remote_session = connect.open_session(endpoint, self.config.connect_retry_seconds)
-                try:
-                    _apply_connect_conf(remote_session, settings)
-                except BaseException:
-                    connect.release(remote_session)
-                    raise
-                return self._register(
-                    name, remote_session, "created", isolated=True, endpoint=endpoint
+                backend = connect.create(
+                    self._connect_endpoint(remote),
+                    name,
+                    settings,
+                    self.config.connect_retry_seconds,
+                    self.config.idle_poll_interval,
                 )
-            root = self._root_session(master)
-            session = classic.new_isolated_session(root, settings)
-            return self._register(name, session, "created", isolated=True)
+            else:
+                backend = classic.create(self._root_session(master), name, settings)
+            return self.register(name, backend, "created", isolated=True)
 
     def adopt(self, name: str, session: object, what: str | None = None) -> ManagedSession:
         """Register an existing SparkSession as ``name``; it will never be stopped by
         this project. Artifact isolation is switched on if the session ran no query yet
         (a Spark Connect session is always isolated)."""
         check_session_name(name)
-        if connect.is_connect_session(session):
-            remote_session = connect.require_session(session, what or "The object to adopt")
-            with self._reserve(name):
-                if connect.is_stopped(remote_session):
-                    raise ConnectError("That Spark Connect session is stopped: nothing to adopt.")
-                other = self.find(session)
-                if other is not None:
-                    raise NotASparkSessionError(
-                        f"That SparkSession is already registered as '{other.name}'."
-                    )
-                return self._register(
-                    name,
-                    session,
-                    "adopted",
-                    isolated=True,
-                    endpoint=connect.session_endpoint(remote_session),
-                )
-        spark = classic.require_session(session, what or "The object to adopt")
+        what = what or "The object to adopt"
+        backends.check_adoptable(session, what)
         with self._reserve(name):
-            if classic.context_is_stopped(spark.sparkContext):
-                raise ContextStoppedError(
-                    "That SparkSession's SparkContext is stopped: there is nothing to adopt."
-                )
-            other = self.find(spark)
+            other = self.find(session)
             if other is not None:
                 raise NotASparkSessionError(
                     f"That SparkSession is already registered as '{other.name}'."
                 )
-            return self._register(name, spark, "adopted", isolated=classic.try_isolate(spark))
+            backend, isolated = backends.adopt(session, name, what, self.config.idle_poll_interval)
+            return self.register(name, backend, "adopted", isolated=isolated)
 
     @contextmanager
     def _reserve(self, name: str) -> Iterator[None]:
@@ -384,41 +316,26 @@ class SessionRegistry:
         """The Spark Connect server ``--remote local`` started, if any."""
         return self._connect_server
 
-    def _register(
-        self,
-        name: str,
-        session: Any,
-        origin: Origin,
-        isolated: bool,
-        endpoint: connect.Endpoint | None = None,
+    def register(
+        self, name: str, backend: SessionBackend, origin: Origin, isolated: bool
     ) -> ManagedSession:
-        is_connect = connect.is_connect_session(session)
-        session_id = connect.session_id(session) if is_connect else classic.session_uuid(session)
-        directory = Path(self.config.resolved_session_root()) / f"{name}-{session_id[:8]}"
+        """Register a session of any backend under ``name`` (``create`` and ``adopt``
+        end here; so does a backend of your own). Only a created session is ever
+        released."""
+        check_session_name(name)
+        if name in self._sessions:
+            raise SessionNameError(f"A session named '{name}' already exists.")
+        directory = Path(self.config.resolved_session_root()) / f"{name}-{backend.session_id[:8]}"
         directory.mkdir(mode=0o700, parents=True, exist_ok=False)
-
-        def register(remote: str, staged: Path, fragment: str | None) -> None:
-            if is_connect:
-                connect.add_artifact(session, remote, staged, fragment)
-            else:
-                classic.add_session_artifact(session, remote, str(staged), fragment)
-
         managed = ManagedSession(
             name=name,
-            session=session,
+            backend=backend,
             origin=origin,
-            session_id=session_id,
-            spark_job_tag="" if is_connect else classic.session_job_tag(session),
             directory=directory,
             isolated=isolated,
-            artifacts=SessionArtifacts(name, directory, register),
-            backend="connect" if is_connect else "classic",
-            endpoint=endpoint,
+            artifacts=SessionArtifacts(name, directory, backend.add_artifact),
         )
-        if is_connect:
-            managed.progress_handler = connect.register_progress(
-                session, self.board.operation_reporter(name)
-            )
+        backend.watch(self.board.operation_sink(name))
         with self._lock:
             self._sessions[name] = managed
             self._stopped.discard(name)
@@ -458,7 +375,7 @@ class SessionRegistry:
 
     def _artifacts_of(self, name: str) -> SessionArtifacts:
         managed = self.get(name)
-        _require_usable(managed)
+        managed.backend.require_usable(name)
         if not managed.isolated:
             raise ArtifactError(
                 f"Session '{name}' is not isolated (it ran queries before it was adopted): "
@@ -486,10 +403,7 @@ class SessionRegistry:
         session = self.session(name)
         self.board.cell_started(name, execution_count, description)
         try:
-            managed = self.get(name)
-            with self.tagger.tagged(
-                managed.tag_target, name, execution_count, managed.thread_artifact_state
-            ):
+            with self.tagger.tagged(self.backend(name), name, execution_count):
                 yield session
         finally:
             self.board.cell_finished(name, execution_count)
@@ -500,21 +414,20 @@ class SessionRegistry:
         """Unregister ``name`` now. For a created session, also cancel its running jobs
         (without waiting) and release it in the background once they have ended.
         Never stops the shared SparkContext."""
+        managed = self.get(name)
+        if managed.origin == "created":
+            self.board.request_cancel(session=name)  # before it leaves the registry
         with self._lock:
-            managed = self.get(name)
             del self._sessions[name]
             self._stopped.add(name)
             release = Release(name, managed.directory)
             self._releases[name] = release
-        self.board.forget_session(name)
         self.board.wake.set()
         if managed.origin == "adopted":
-            if managed.is_connect:
-                connect.unregister_progress(managed.session, managed.progress_handler)
+            managed.backend.forget()
             _remove_directory(managed.directory)
             release._finish()
             return release
-        _cancel(managed)
         thread = threading.Thread(
             target=self._release_when_idle,
             args=(managed, release, self.config.release_timeout),
@@ -526,8 +439,9 @@ class SessionRegistry:
 
     def _release_when_idle(self, managed: ManagedSession, release: Release, timeout: float) -> None:
         try:
-            self._wait_for_jobs_to_end(managed, timeout)
-            _release(managed)
+            _wait_for_jobs_to_end(managed, timeout)
+            managed.backend.release()
+            _remove_directory(managed.directory)
         except BaseException as exc:  # reported on the handle, never lost in a thread
             log.exception("releasing Spark session %r failed", managed.name)
             release._finish(exc)
@@ -549,27 +463,18 @@ class SessionRegistry:
             # with the kernel, so their directories go now.
             unreleased = [r.directory for r in self._releases.values() if not r.done]
         created = [m for m in sessions if m.origin == "created"]
-        connect_created = [m for m in created if m.is_connect]
-        created = [m for m in created if not m.is_connect]
-        # Connect sessions: interrupt and release on threads, each bounded by the
-        # client's retry budget; a dead server must not hold up the shutdown.
-        releases = [
-            threading.Thread(target=_release_connect_quietly, args=(m,), daemon=True)
-            for m in connect_created
-        ]
-        for thread in releases:
-            thread.start()
         for managed in created:
-            _cancel(managed)
+            _quietly(managed, "cancelling", lambda m: m.backend.cancel(None))
+        # Each release on its own thread, all bounded by one deadline: a dead Connect
+        # server (whose client retries) must not hold up the shutdown.
         deadline = time.monotonic() + self.config.shutdown_timeout
-        for managed in created:
-            try:
-                self._wait_for_jobs_to_end(managed, max(0.0, deadline - time.monotonic()))
-                if not managed.stopped:
-                    classic.close_artifacts(managed.session)
-            except Exception:
-                log.exception("releasing Spark session %r at shutdown failed", managed.name)
-        for thread in releases:
+        threads = [
+            threading.Thread(target=_release_at_shutdown, args=(m, deadline), daemon=True)
+            for m in created
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         for directory in [m.directory for m in sessions] + unreleased:
             _remove_directory(directory)
@@ -583,73 +488,36 @@ class SessionRegistry:
         # The kernel now terminates its children: let the JVM be reaped when it dies.
         reap_when_it_exits(classic.gateway_process())
 
-    def _wait_for_jobs_to_end(self, managed: ManagedSession, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not managed.stopped:
-            if managed.is_connect:
-                running = self.board.running_operations(managed.name)
-            else:
-                running = len(classic.active_job_ids(managed.sc, managed.cancel_tags))
-            if not running:
-                return
-            if time.monotonic() >= deadline:
-                log.warning("jobs of session %r still run; releasing it anyway", managed.name)
-                return
-            time.sleep(0.05)
+
+def _wait_for_jobs_to_end(managed: ManagedSession, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not managed.backend.problem():
+        if not managed.backend.running_jobs():
+            return
+        if time.monotonic() >= deadline:
+            log.warning("jobs of session %r still run; releasing it anyway", managed.name)
+            return
+        time.sleep(0.05)
 
 
-def _require_usable(managed: ManagedSession) -> None:
-    if managed.is_connect:
-        if connect.is_stopped(managed.session):
-            raise ConnectError(
-                f"Session '{managed.name}' was stopped outside jupyter_spark_sessions "
-                f"(spark.stop()?). Run `%spark_session stop {managed.name}`, then create it "
-                "again."
-            )
-        return
-    classic.require_running(managed.sc, managed.name)
+def _release_at_shutdown(managed: ManagedSession, deadline: float) -> None:
+    def release(m: ManagedSession) -> None:
+        _wait_for_jobs_to_end(m, max(0.0, deadline - time.monotonic()))
+        m.backend.release(quick=True)
+
+    _quietly(managed, "releasing", release)
 
 
-def _apply_connect_conf(session: Any, conf: Mapping[str, str]) -> None:
-    for key, value in conf.items():
-        try:
-            session.conf.set(key, value)
-        except Exception as exc:
-            raise ConfError(
-                f"Spark refused --conf {key}={value}: {connect.error_line(exc)}"
-            ) from None
-
-
-def _cancel(managed: ManagedSession) -> None:
-    if managed.stopped:
-        return
-    if managed.is_connect:
-        # Interrupting is a server call: off this thread (`stop` returns at once).
-        connect.interrupt_in_background(managed.session, None, lambda ids, error: None)
-        return
-    sc = managed.sc
-    for tag in managed.cancel_tags:
-        sc.cancelJobsWithTag(tag)
-
-
-def _release(managed: ManagedSession) -> None:
-    if managed.is_connect:
-        connect.unregister_progress(managed.session, managed.progress_handler)
-        connect.release(managed.session)
-    elif not managed.stopped:
-        classic.stop_streaming_queries(managed.session)
-        classic.drop_temp_views(managed.session)
-        classic.close_artifacts(managed.session)
-    _remove_directory(managed.directory)
-
-
-def _release_connect_quietly(managed: ManagedSession) -> None:
+def _quietly(managed: ManagedSession, what: str, action: Callable[[ManagedSession], None]) -> None:
     try:
-        if not managed.stopped:
-            connect.interrupt(managed.session, None)
-        _release(managed)
+        action(managed)
     except Exception:
-        log.warning("releasing Spark Connect session %r at shutdown failed", managed.name)
+        log.warning("%s Spark session %r at shutdown failed", what, managed.name, exc_info=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else type(exc).__name__
 
 
 def _remove_directory(path: Path, only_if_empty: bool = False) -> None:

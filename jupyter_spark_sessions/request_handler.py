@@ -10,11 +10,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import protocol
+from .board import JobBoard
 from .errors import SparkSessionsError, UnknownGroupError, UnknownSessionError
-from .jobs import BoardSnapshot, JobBoard
+from .snapshot import BoardSnapshot
+
+if TYPE_CHECKING:
+    from .registry import SessionRegistry
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +34,8 @@ class CommLike(Protocol):
 class RequestHandler:
     """Validates requests against the protocol and answers them from the job board."""
 
-    def __init__(self, board: JobBoard) -> None:
+    def __init__(self, registry: SessionRegistry, board: JobBoard) -> None:
+        self.registry = registry
         self.board = board
         self._lock = threading.Lock()
         self._comms: dict[str, CommLike] = {}
@@ -84,7 +89,7 @@ class RequestHandler:
                 "'add' is taken on the comm only: it copies files, and the control channel "
                 "must stay free for cancel and interrupts.",
             )
-        registry = self.board.registry
+        registry = self.registry
         assert request.session is not None  # parse_request checked it
         if request.kind == "file":
             result = registry.add_file(request.session, request.path, request.alias)

@@ -9,15 +9,12 @@ from typing import Any
 
 import pytest
 
+from jupyter_spark_sessions.backends import connect
+from jupyter_spark_sessions.backends.base import OperationReport
+from jupyter_spark_sessions.board import JobBoard
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import UnknownGroupError, UnknownSessionError
-from jupyter_spark_sessions.jobs import (
-    BoardSnapshot,
-    JobBoard,
-    group_key,
-    group_state,
-    parse_job,
-)
+from jupyter_spark_sessions.snapshot import BoardSnapshot, group_key, group_state, parse_job
 
 
 def job_data(
@@ -40,30 +37,36 @@ def job_data(
     return data
 
 
-@dataclass
-class _Managed:
+@dataclass(frozen=True)
+class _Backend:
     name: str
 
-    @property
-    def cancel_tags(self) -> tuple[str, str]:
-        return f"spark-session-{self.name}", f"jss:{self.name}"
 
+class FakeSessions:
+    """The board's ``SessionSource``: names and (inert) backends."""
 
-class FakeRegistry:
     def __init__(self, *names: str) -> None:
         self._names = list(names)
 
     def names(self) -> list[str]:
         return list(self._names)
 
-    def get(self, name: str) -> _Managed:
+    def backend(self, name: str) -> _Backend:
         if name not in self._names:
             raise UnknownSessionError(f"No session named '{name}'.")
-        return _Managed(name)
+        return _Backend(name)
+
+    def describe(self, name: str, running_jobs: int | None = None) -> Any:
+        raise AssertionError("the board itself never describes sessions")
+
+
+def pending(board: JobBoard) -> list[tuple[str, tuple[str, ...] | None]]:
+    """(session, tags) of the queued cancels; tags None: every job of the session."""
+    return [(p.session, p.tags) for p in board.take_pending_cancels()]
 
 
 def make_board(*names: str, retained: int = 50) -> JobBoard:
-    return JobBoard(FakeRegistry(*names), SparkSessionsConfig(retained_groups=retained))  # type: ignore[arg-type]
+    return JobBoard(FakeSessions(*names), SparkSessionsConfig(retained_groups=retained))  # type: ignore[arg-type]
 
 
 def feed(board: JobBoard, *jobs: dict[str, Any]) -> BoardSnapshot:
@@ -130,8 +133,8 @@ def test_cancel_is_a_request_the_final_state_comes_from_spark() -> None:
     assert outcome.cancelling == ("a:3",)
     assert board.snapshot().group("a:3").state == "cancelling"  # type: ignore[union-attr]
     assert board.snapshot().group("b:4").state == "running"  # type: ignore[union-attr]
-    assert board.take_pending_cancels() == [("a", ("jss:a:3",))]
-    assert board.take_pending_cancels() == []
+    assert pending(board) == [("a", ("jss:a:3",))]
+    assert pending(board) == []
     # Spark has not ended the job yet: still cancelling, not cancelled.
     feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))
     assert board.snapshot().group("a:3").state == "cancelling"  # type: ignore[union-attr]
@@ -153,7 +156,7 @@ def test_cancel_errors_change_nothing() -> None:
         board.request_cancel(["a:3", "a:9"])
     with pytest.raises(UnknownSessionError):
         board.request_cancel(session="nope")
-    assert board.take_pending_cancels() == []
+    assert pending(board) == []
     assert board.snapshot().group("a:3").state == "running"  # type: ignore[union-attr]
 
 
@@ -163,7 +166,7 @@ def test_cancelling_a_finished_group_is_a_no_op_with_a_message() -> None:
     outcome = board.request_cancel(["a:3"])
     assert outcome.cancelling == ()
     assert outcome.messages == ("Group a:3 has no running job (succeeded).",)
-    assert board.take_pending_cancels() == []
+    assert pending(board) == []
 
 
 def test_cancel_of_a_session_uses_its_tags_and_spares_others() -> None:
@@ -171,7 +174,7 @@ def test_cancel_of_a_session_uses_its_tags_and_spares_others() -> None:
     feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))
     outcome = board.request_cancel(session="a")
     assert outcome.cancelling == ("a:3",)
-    assert board.take_pending_cancels() == [("a", ("spark-session-a", "jss:a"))]
+    assert pending(board) == [("a", None)]
     everything = board.request_cancel(everything=True)
     assert set(everything.cancelling) == {"a:3", "b:4"}
 
@@ -221,7 +224,19 @@ def _report(
     key: tuple[str, int] | None = ("c", 4),
     completed: int = 0,
 ) -> BoardSnapshot:
-    board.record_operation("c", key, op, [(7, 4, completed, done)], 0 if done else 2, done, error)
+    # What ConnectBackend reports for one progress callback of the client.
+    board.record_operation(
+        "c",
+        OperationReport(
+            operation_id=op,
+            thread_tags=frozenset({"jss:c", f"jss:{key[0]}:{key[1]}"} if key else {"jss:c"}),
+            stages=((7, 4, completed, done),),
+            inflight_tasks=0 if done else 2,
+            done=done,
+            failed=error is not None,
+            cancel_reason=connect.error_line(error) if connect.is_cancellation(error) else "",
+        ),
+    )
     return board.update([], {}, 0, [])
 
 
@@ -240,7 +255,7 @@ def test_connect_operations_form_the_cells_group_and_end_as_the_client_saw() -> 
     _report(board, "op-2")
     outcome = board.request_cancel(["c:4"])
     assert outcome.cancelling == ("c:4",)
-    assert board.take_pending_cancels() == [("c", ("jss:c:4",))]
+    assert pending(board) == [("c", ("jss:c:4",))]
     canceled = RuntimeError("[OPERATION_CANCELED] Operation has been canceled.")
     snapshot = _report(board, "op-2", done=True, error=canceled)
     group = snapshot.group("c:4")
@@ -252,14 +267,18 @@ def test_connect_operations_form_the_cells_group_and_end_as_the_client_saw() -> 
 def test_connect_failures_and_lost_servers_are_told_apart() -> None:
     board = make_board("c")
     _report(board, "op-1")
-    snapshot = _report(board, "op-1", done=True, error=ValueError("[DIVIDE_BY_ZERO] boom"))
+    failure = ValueError("[DIVIDE_BY_ZERO] boom")
+    snapshot = _report(board, "op-1", done=True, error=failure)
     assert snapshot.group("c:4").state == "failed"  # type: ignore[union-attr]
-    assert board.connect_problem("c") == ""
+    assert connect.problem_after(failure, "") == ""  # a failed query: the server is fine
     _report(board, "op-2", key=None)  # outside any cell group: counted apart
     assert board.other_operations() == 1
     unavailable = RuntimeError("<_MultiThreadedRendezvous>\n status = StatusCode.UNAVAILABLE")
     _report(board, "op-2", done=True, error=unavailable, key=None)
     assert board.other_operations() == 0
-    assert "UNAVAILABLE" in board.connect_problem("c")
-    _report(board, "op-3", done=True)  # a query that went through again
-    assert board.connect_problem("c") == ""
+    problem = connect.problem_after(unavailable, "")
+    assert "UNAVAILABLE" in problem
+    assert connect.problem_after(failure, problem) == problem  # still unknown: kept
+    assert connect.problem_after(None, problem) == ""  # a query that went through again
+    lost = RuntimeError("[INVALID_HANDLE.SESSION_NOT_FOUND] gone")
+    assert "no longer knows this session" in connect.problem_after(lost, "")

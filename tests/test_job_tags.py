@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 
+from jupyter_spark_sessions.backends.classic import ClassicBackend
 from jupyter_spark_sessions.job_tags import (
     ThreadJobTagger,
     group_id,
@@ -54,6 +56,14 @@ class RecordingContext:
         self.setLocalProperty("spark.job.interruptOnCancel", str(flag).lower())
 
 
+def on(sc: RecordingContext) -> ClassicBackend:
+    """The classic backend of a session on the recording context (no JVM)."""
+    backend = ClassicBackend.__new__(ClassicBackend)  # its __init__ reads the JVM
+    backend.session = SimpleNamespace(sparkContext=sc)
+    backend._artifact_state = None
+    return backend
+
+
 def test_tags_carry_session_and_execution_count() -> None:
     assert session_tag("etl") == "jss:etl"
     assert group_id("etl", 12) == "etl:12"
@@ -81,9 +91,9 @@ def test_parse_tag_round_trips_and_rejects_foreign_tags(
 def test_push_pop_applies_only_the_top_session() -> None:
     sc = RecordingContext()
     tagger = ThreadJobTagger()
-    tagger.push(sc, "a", 5)  # type: ignore[arg-type]
+    tagger.push(on(sc), "a", 5)  # type: ignore[arg-type]
     assert sc._mine() == {"jss:a", "jss:a:5"}
-    tagger.push(sc, "b", 5)  # type: ignore[arg-type]
+    tagger.push(on(sc), "b", 5)  # type: ignore[arg-type]
     assert sc._mine() == {"jss:b", "jss:b:5"}
     tagger.pop()
     assert sc._mine() == {"jss:a", "jss:a:5"}
@@ -97,11 +107,11 @@ def test_tags_are_per_thread() -> None:
     sc = RecordingContext()
     tagger = ThreadJobTagger()
     seen: list[tuple[str, ...]] = []
-    with tagger.tagged(sc, "a", 1):  # type: ignore[arg-type]
+    with tagger.tagged(on(sc), "a", 1):  # type: ignore[arg-type]
 
         def other() -> None:
             seen.append(tagger.current_tags())
-            with tagger.tagged(sc, "b", 2):  # type: ignore[arg-type]
+            with tagger.tagged(on(sc), "b", 2):  # type: ignore[arg-type]
                 seen.append(tagger.current_tags())
 
         thread = threading.Thread(target=other)
@@ -115,7 +125,7 @@ def test_tags_are_per_thread() -> None:
 def test_tagged_block_removes_tags_when_it_raises() -> None:
     sc = RecordingContext()
     tagger = ThreadJobTagger()
-    with pytest.raises(ValueError), tagger.tagged(sc, "a", 1):  # type: ignore[arg-type]
+    with pytest.raises(ValueError), tagger.tagged(on(sc), "a", 1):  # type: ignore[arg-type]
         raise ValueError("boom")
     assert sc._mine() == set()
 
@@ -125,11 +135,11 @@ def test_tagged_cells_interrupt_running_tasks_on_cancel_and_restore_the_setting(
     sc = RecordingContext()
     tagger = ThreadJobTagger()
     sc.setLocalProperty("spark.job.interruptOnCancel", "false")  # the user's choice
-    tagger.push(sc, "a", 1)  # type: ignore[arg-type]
+    tagger.push(on(sc), "a", 1)  # type: ignore[arg-type]
     assert sc.getLocalProperty("spark.job.interruptOnCancel") == "true"
     tagger.pop()
     assert sc.getLocalProperty("spark.job.interruptOnCancel") == "false"
     fresh = RecordingContext()
-    with tagger.tagged(fresh, "a", 2):  # type: ignore[arg-type]
+    with tagger.tagged(on(fresh), "a", 2):  # type: ignore[arg-type]
         assert fresh.getLocalProperty("spark.job.interruptOnCancel") == "true"
     assert fresh.getLocalProperty("spark.job.interruptOnCancel") is None

@@ -3,7 +3,8 @@ private PySpark and JVM APIs.
 
 Each private call has one wrapper here, and ``tests/test_private_apis.py`` calls every
 wrapper against the installed PySpark so an upgrade that breaks one fails loudly.
-See FINDINGS.md for why the public alternatives do not do the job.
+docs/job-tags.md and docs/files.md say why the public alternatives do not do the job.
+``ClassicBackend`` is the ``SessionBackend`` the rest of the package uses.
 """
 
 from __future__ import annotations
@@ -13,9 +14,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
+from ..job_tags import session_tag
+from .base import BackendKind, OperationSink
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -333,3 +338,171 @@ def add_session_artifact(
     )
     manager = session._jsparkSession.artifactManager()  # private
     manager.addArtifact(path(remote_path), path(staged), option, True)
+
+
+# -- the backend -------------------------------------------------------------------------
+
+# Local property behind SparkContext.setInterruptOnCancel: without it, cancelling an RDD
+# job leaves its running tasks to finish (SQL jobs interrupt theirs by default).
+_INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel"
+
+# How many ended jobs one poll fetches at most; older ones are skipped (a burst of
+# thousands of tiny jobs between two polls must not stall the board).
+_MAX_ENDED_PER_POLL = 200
+
+
+@dataclass
+class _ThreadTags:
+    """What ``ClassicBackend.tag_thread`` changed on one thread, to undo it."""
+
+    tags: tuple[str, ...]
+    interrupt_before: str | None = None
+    state_before: Any = None  # the thread's artifact state before (None: unchanged)
+
+
+class ClassicBackend:
+    """A classic session on the kernel's shared SparkContext (``SessionBackend``)."""
+
+    kind: BackendKind = "classic"
+
+    def __init__(self, session: SparkSession, name: str, isolated: bool) -> None:
+        self.session = session
+        self.session_id = session_uuid(session)
+        #: Together they cover every job of the session: Spark's own session tag (SQL
+        #: jobs from any thread) and this project's (every job run from its cells).
+        self.session_tags: tuple[str, ...] = (session_job_tag(session), session_tag(name))
+        # What a cell's RDD jobs run in: the session's JVM artifact state (its files, as
+        # for its queries). Fixed for the session's life: read once.
+        self._artifact_state = artifact_state(session) if isolated else None
+
+    @property
+    def sc(self) -> SparkContext:
+        sc: SparkContext = self.session.sparkContext
+        return sc
+
+    def where(self) -> str:
+        return str(self.sc.master)  # a Python attribute: no JVM round trip
+
+    def require_usable(self, name: str) -> None:
+        require_running(self.sc, name)
+
+    def problem(self) -> str:
+        if context_is_stopped(self.sc):
+            return "its SparkContext was stopped outside jupyter_spark_sessions"
+        return ""
+
+    def running_jobs(self) -> int:
+        if context_is_stopped(self.sc):
+            return 0
+        return len(active_job_ids(self.sc, self.session_tags))
+
+    def job_feed(self) -> ContextJobFeed | None:
+        sc = self.sc
+        return None if context_is_stopped(sc) else ContextJobFeed.of(sc)
+
+    def watch(self, sink: OperationSink) -> None:
+        """Nothing to do: the board polls the context's status store."""
+
+    def cancel(self, tags: tuple[str, ...] | None) -> None:
+        sc = self.sc
+        if context_is_stopped(sc):
+            return
+        for tag in self.session_tags if tags is None else tags:
+            sc.cancelJobsWithTag(tag)
+
+    def tag_thread(self, tags: tuple[str, ...]) -> _ThreadTags:
+        applied = _ThreadTags(tags)
+        sc = self.sc
+        if sc._jsc is None:  # stopped from Python: its jobs cannot run, nothing to tag
+            return applied
+        for tag in tags:
+            sc.addJobTag(tag)
+        applied.interrupt_before = sc.getLocalProperty(_INTERRUPT_ON_CANCEL)
+        sc.setInterruptOnCancel(True)
+        if self._artifact_state is not None:
+            applied.state_before = set_thread_artifact_state(sc, self._artifact_state)
+        return applied
+
+    def untag_thread(self, applied: _ThreadTags) -> None:
+        sc = self.sc
+        if sc._jsc is None:  # the context was stopped meanwhile: nothing to untag
+            return
+        for tag in applied.tags:
+            sc.removeJobTag(tag)
+        sc.setLocalProperty(_INTERRUPT_ON_CANCEL, applied.interrupt_before)  # type: ignore[arg-type]
+        if applied.state_before is not None:
+            restore_thread_artifact_state(sc, applied.state_before)
+            applied.state_before = None
+
+    def add_artifact(self, remote_path: str, staged: Path, fragment: str | None) -> None:
+        add_session_artifact(self.session, remote_path, str(staged), fragment)
+
+    def release(self, quick: bool = False) -> None:
+        if context_is_stopped(self.sc):
+            return
+        if not quick:  # temp views and streams live in the JVM, which ends with the kernel
+            stop_streaming_queries(self.session)
+            drop_temp_views(self.session)
+        close_artifacts(self.session)
+
+    def forget(self) -> None:
+        """Nothing to undo: an adopted classic session is only unregistered."""
+
+
+def create(root: SparkSession, name: str, conf: Mapping[str, str]) -> ClassicBackend:
+    """A new isolated session ``name`` on ``root``'s context (``new_isolated_session``)."""
+    return ClassicBackend(new_isolated_session(root, conf), name, isolated=True)
+
+
+def check_adoptable(obj: object, what: str) -> None:
+    """NotASparkSessionError / ContextStoppedError unless ``obj`` can be adopted."""
+    spark = require_session(obj, what)
+    if context_is_stopped(spark.sparkContext):
+        raise ContextStoppedError(
+            "That SparkSession's SparkContext is stopped: there is nothing to adopt."
+        )
+
+
+def adopt(obj: object, name: str, what: str) -> tuple[ClassicBackend, bool]:
+    """A backend for the user's own classic session, isolated if it still can be."""
+    check_adoptable(obj, what)
+    spark = require_session(obj, what)
+    isolated = try_isolate(spark)
+    return ClassicBackend(spark, name, isolated), isolated
+
+
+_FEEDS: dict[str, ContextJobFeed] = {}
+
+
+class ContextJobFeed:
+    """The jobs of one SparkContext, read for the board (``JobFeed``); one per context,
+    used from the board's thread only (see ``JobStatusReader``)."""
+
+    @classmethod
+    def of(cls, sc: SparkContext) -> ContextJobFeed:
+        """The feed of ``sc`` (made on first use; one context at a time in a process)."""
+        feed = _FEEDS.get("current")
+        if feed is None or feed._sc is not sc:
+            feed = _FEEDS["current"] = cls(sc)
+        return feed
+
+    def __init__(self, sc: SparkContext) -> None:
+        self._sc = sc
+        self._reader = JobStatusReader(sc)
+        # Jobs from before the first session are not ours; recent ones may be.
+        self._last_total = max(0, self._reader.total_jobs() - 50)
+        self._last_running: set[int] = set()
+
+    def poll(self, also: Iterable[int]) -> list[dict[str, Any]]:
+        reader = self._reader
+        total = reader.total_jobs()
+        running = reader.running_jobs()
+        running_ids = {int(d["jobId"]) for d in running}
+        ended = (self._last_running | set(range(self._last_total, total))) - running_ids
+        wanted = sorted(ended | set(also))[-_MAX_ENDED_PER_POLL:]
+        self._last_total, self._last_running = total, running_ids
+        return running + [d for d in map(reader.job, wanted) if d is not None]
+
+    def running_stages(self, stage_ids: Iterable[int]) -> list[dict[str, Any]]:
+        wanted = sorted(set(self._reader.active_stage_ids()) & set(stage_ids))
+        return [d for d in map(self._reader.stage, wanted) if d is not None]

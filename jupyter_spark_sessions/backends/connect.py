@@ -7,7 +7,8 @@ calls each wrapper against the installed PySpark.
 
 Unlike classic mode, Connect isolates sessions upstream (SPARK-44290): each session has
 its own artifacts on the server, and ``interruptTag`` cancels operations whatever client
-thread started them.
+thread started them. ``ConnectBackend`` is the ``SessionBackend`` the rest of the
+package uses.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..errors import ConnectError, NotASparkSessionError
+from ..errors import ConfError, ConnectError, NotASparkSessionError
+from ..job_tags import session_tag
+from .base import BackendKind, OperationReport, OperationSink
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
@@ -421,6 +424,19 @@ def is_connection_error(error: BaseException | None) -> bool:
     )
 
 
+def problem_after(error: BaseException | None, previous: str) -> str:
+    """What keeps a session from working after a call that ended with ``error``: none
+    after a success, the reason after a lost server or session, else (a failed query)
+    whatever was known before."""
+    if error is None:
+        return ""
+    if is_connection_error(error):
+        return error_line(error)
+    if is_lost_session(error):
+        return "the server no longer knows this session (restarted?): stop it and create it again"
+    return previous
+
+
 def error_line(error: BaseException) -> str:
     """The first meaningful line of a client error (no gRPC debug strings)."""
     for line in str(error).splitlines():
@@ -448,3 +464,156 @@ def interrupt_in_background(
     thread = threading.Thread(target=run, name="jss-connect-interrupt", daemon=True)
     thread.start()
     return thread
+
+
+def create(
+    endpoint: Endpoint,
+    name: str,
+    conf: Mapping[str, str],
+    retry_seconds: float,
+    recheck_seconds: float,
+) -> ConnectBackend:
+    """A new session ``name`` on the server at ``endpoint`` with the SQL settings
+    ``conf`` (ConfError, and nothing left open, when the server refuses one)."""
+    session = open_session(endpoint, retry_seconds)
+    try:
+        for key, value in conf.items():
+            try:
+                session.conf.set(key, value)
+            except Exception as exc:
+                raise ConfError(f"Spark refused --conf {key}={value}: {error_line(exc)}") from None
+    except BaseException:
+        release(session)
+        raise
+    return ConnectBackend(session, name, endpoint, recheck_seconds)
+
+
+def check_adoptable(obj: object, what: str) -> None:
+    """NotASparkSessionError / ConnectError unless ``obj`` can be adopted."""
+    if is_stopped(require_session(obj, what)):
+        raise ConnectError("That Spark Connect session is stopped: nothing to adopt.")
+
+
+def adopt(obj: object, name: str, what: str, recheck_seconds: float) -> ConnectBackend:
+    """A backend for the user's own Connect session (always isolated)."""
+    check_adoptable(obj, what)
+    session = require_session(obj, what)
+    return ConnectBackend(session, name, session_endpoint(session), recheck_seconds)
+
+
+# -- the backend -------------------------------------------------------------------------
+
+
+class ConnectBackend:
+    """A Spark Connect session (``SessionBackend``).
+
+    Connect lists no jobs to a client: the session reports its operations' progress
+    (``watch``), and what it last saw of the server (a lost connection, a session the
+    server forgot) is kept here for the views."""
+
+    kind: BackendKind = "connect"
+
+    def __init__(
+        self, session: ConnectSession, name: str, endpoint: Endpoint, recheck_seconds: float = 2.0
+    ) -> None:
+        self.session = session
+        self.session_id = session_id(session)
+        self.session_tags: tuple[str, ...] = (
+            session_tag(name),
+        )  # Connect lists no jobs: never in a feed
+        self.endpoint = endpoint
+        self._recheck_seconds = recheck_seconds
+        self._lock = threading.Lock()
+        self._running: set[str] = set()  # operation ids not ended yet
+        self._problem = ""  # what the session's last call or interrupt reported
+        self._reachability: tuple[float, str] | None = None  # (when checked, why not)
+        self._handler: Any = None
+
+    def where(self) -> str:
+        return self.endpoint.display
+
+    def require_usable(self, name: str) -> None:
+        if is_stopped(self.session):
+            raise ConnectError(
+                f"Session '{name}' was stopped outside jupyter_spark_sessions "
+                f"(spark.stop()?). Run `%spark_session stop {name}`, then create it again."
+            )
+
+    def problem(self) -> str:
+        # A TCP check at most every ``recheck_seconds`` (cheap, bounded), plus what the
+        # session's own calls last reported.
+        now = time.monotonic()
+        checked = self._reachability
+        if checked is None or now - checked[0] >= self._recheck_seconds:
+            checked = self._reachability = (now, reachable(self.endpoint, timeout=0.5))
+        if checked[1]:
+            return f"{self.endpoint.display} unreachable: {checked[1]}"
+        with self._lock:
+            return self._problem
+
+    def running_jobs(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    def job_feed(self) -> None:
+        return None  # the session reports its operations through ``watch``
+
+    def watch(self, sink: OperationSink) -> None:
+        def on_progress(
+            operation_id: str,
+            tags: set[str],
+            stages: list[tuple[int, int, int, bool]],
+            inflight_tasks: int,
+            done: bool,
+        ) -> None:
+            error = operation_error() if done else None  # only readable here
+            with self._lock:
+                if done:
+                    self._running.discard(operation_id)
+                    self._note(error)
+                else:
+                    self._running.add(operation_id)
+            cancelled = done and is_cancellation(error)
+            sink(
+                OperationReport(
+                    operation_id=operation_id,
+                    thread_tags=frozenset(tags),
+                    stages=tuple(stages),
+                    inflight_tasks=inflight_tasks,
+                    done=done,
+                    failed=error is not None,
+                    cancel_reason=error_line(error) if cancelled and error else "",
+                )
+            )
+
+        self._handler = register_progress(self.session, on_progress)
+
+    def _note(self, error: BaseException | None) -> None:
+        self._problem = problem_after(error, self._problem)
+
+    def cancel(self, tags: tuple[str, ...] | None) -> None:
+        # Off this thread: a server that does not answer must not stall the caller.
+        def done(_: list[str], error: BaseException | None) -> None:
+            if error is not None:
+                with self._lock:
+                    self._note(error)
+
+        interrupt_in_background(self.session, tags, done)
+
+    def tag_thread(self, tags: tuple[str, ...]) -> tuple[str, ...]:
+        add_tags(self.session, tags)
+        return tags
+
+    def untag_thread(self, applied: tuple[str, ...]) -> None:
+        remove_tags(self.session, applied)
+
+    def add_artifact(self, remote_path: str, staged: Path, fragment: str | None) -> None:
+        add_artifact(self.session, remote_path, staged, fragment)
+
+    def release(self, quick: bool = False) -> None:
+        self.forget()
+        release(self.session)
+
+    def forget(self) -> None:
+        unregister_progress(self.session, self._handler)
+        self._handler = None

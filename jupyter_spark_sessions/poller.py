@@ -1,0 +1,134 @@
+"""The board's producer: the one thread that talks to Spark for the job board.
+
+Each round it makes the cancels the board queued (``SessionBackend.cancel``), reads the
+jobs of every session's ``JobFeed`` (one per SparkContext, shared by its classic
+sessions) and publishes a snapshot. A round costs a few py4j round trips: the job count,
+the running jobs as one JSON reply, one reply per job that ended since the last round
+or still has tasks winding down, one per running stage. Never one per task: the cost
+does not grow with a job's task count. Backends without a feed (Spark Connect) report
+their operations to the board themselves.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .errors import UnknownSessionError
+from .snapshot import BoardSnapshot, JobView, SessionView, group_key, parse_job, parse_stage
+
+if TYPE_CHECKING:
+    from .backends.base import JobFeed, SessionBackend
+    from .board import JobBoard
+
+log = logging.getLogger(__name__)
+
+
+class BoardPoller:
+    """Polls fast while jobs run (``poll_interval``), slowly when idle
+    (``idle_poll_interval``), at once when the board is woken."""
+
+    def __init__(self, board: JobBoard) -> None:
+        self.board = board
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the thread (idempotent)."""
+        with self._start_lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._run, name="jss-job-board", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """Stop the thread and wait up to ``timeout`` for it (kernel shutdown)."""
+        self._stopping.set()
+        self.board.wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        config = self.board.config
+        while not self._stopping.is_set():
+            self.board.wake.clear()
+            try:
+                self.poll_once()
+            except Exception as exc:  # the JVM went away, a py4j hiccup: report, go on
+                log.debug("job board poll failed", exc_info=True)
+                self.board.update([], {}, 0, self._describe_safely(), error=_one_line(exc))
+            interval = config.poll_interval if self.board.busy() else config.idle_poll_interval
+            self.board.wake.wait(interval)
+
+    def poll_once(self) -> BoardSnapshot:
+        """One round: queued cancels, then fresh status (also callable from tests)."""
+        for cancel in self.board.take_pending_cancels():
+            try:
+                cancel.backend.cancel(cancel.tags)
+            except Exception:
+                log.warning("cancelling jobs of session %r failed", cancel.session, exc_info=True)
+        backends = self._backends()
+        feeds: list[JobFeed] = []
+        for backend in backends.values():
+            feed = backend.job_feed()
+            if feed is not None and all(feed is not f for f in feeds):
+                feeds.append(feed)
+        data: list[dict[str, Any]] = []
+        jobs: list[JobView] = []
+        for feed in feeds:
+            fed = feed.poll(self.board.settling_job_ids())
+            data += fed
+            jobs += _with_stages(feed, [parse_job(d) for d in fed])
+        keys = {int(d["jobId"]): k for d in data if (k := group_key(d)) is not None}
+        running = [set(d.get("jobTags", ())) for d in data if d.get("status") == "RUNNING"]
+        sessions = []
+        for name, backend in backends.items():
+            count = None
+            if backend.job_feed() is not None:
+                count = sum(1 for tags in running if tags.intersection(backend.session_tags))
+            sessions.append(self.board.sessions.describe(name, count))
+        jobs = [j for j in jobs if j.id in keys]
+        other_jobs = sum(
+            1 for d in data if d.get("status") == "RUNNING" and int(d["jobId"]) not in keys
+        )
+        return self.board.update(jobs, keys, other_jobs + self.board.other_operations(), sessions)
+
+    def _backends(self) -> dict[str, SessionBackend]:
+        found = {}
+        for name in self.board.sessions.names():
+            try:
+                found[name] = self.board.sessions.backend(name)
+            except UnknownSessionError:
+                continue  # stopped while we looked
+        return found
+
+    def _describe_safely(self) -> list[SessionView]:
+        views = []
+        for name in self.board.sessions.names():
+            try:
+                views.append(self.board.sessions.describe(name, 0))
+            except Exception:  # the JVM is gone: show what is known without it
+                continue
+        return views
+
+
+def _with_stages(feed: JobFeed, jobs: list[JobView]) -> list[JobView]:
+    running = [j for j in jobs if j.running]
+    if not running:
+        return jobs
+    stage_data = feed.running_stages({s for j in running for s in j.stage_ids})
+    stages = {stage.id: stage for stage in map(parse_stage, stage_data)}
+    return [
+        replace(j, stages=tuple(stages[s] for s in j.stage_ids if s in stages)) if j.running else j
+        for j in jobs
+    ]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"Spark status unavailable: {text[0] if text else type(exc).__name__}"

@@ -1,0 +1,280 @@
+"""The board's snapshot: what the views show, and the rules that derive it from Spark.
+
+Pure data and pure functions, testable without Spark: the immutable ``BoardSnapshot``
+(sessions -> job groups, one per cell execution -> jobs -> running stages, with task
+counts), parsing Spark's ``JobData`` JSON, and the *observed-state* rules: a group's
+state comes from what Spark reports of its jobs, never from a cancel request itself.
+The protocol's ``board`` object is ``BoardSnapshot.to_dict()``
+(``protocol.schema.json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from . import job_tags
+from .backends.base import OperationReport
+
+GroupState = Literal["running", "cancelling", "succeeded", "failed", "cancelled"]
+FINAL_STATES = ("succeeded", "failed", "cancelled")
+
+# Spark's job statuses (JobExecutionStatus) that mean the job has ended.
+_ENDED = {"SUCCEEDED", "FAILED"}
+
+
+@dataclass(frozen=True)
+class TaskCounts:
+    """Task counts of a job or stage, as Spark's status store reports them."""
+
+    total: int = 0
+    active: int = 0
+    completed: int = 0
+    failed: int = 0
+    killed: int = 0
+    skipped: int = 0
+
+    def __add__(self, other: TaskCounts) -> TaskCounts:
+        return TaskCounts(*(a + b for a, b in zip(_counts(self), _counts(other), strict=True)))
+
+
+def _counts(tasks: TaskCounts) -> tuple[int, ...]:
+    return (
+        tasks.total,
+        tasks.active,
+        tasks.completed,
+        tasks.failed,
+        tasks.killed,
+        tasks.skipped,
+    )
+
+
+@dataclass(frozen=True)
+class StageView:
+    """One running stage of a job."""
+
+    id: int
+    name: str
+    attempt: int
+    tasks: TaskCounts
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One Spark job of a group."""
+
+    id: int
+    name: str
+    status: str  # Spark's: RUNNING, SUCCEEDED, FAILED, UNKNOWN
+    submitted_at: float | None  # epoch seconds
+    completed_at: float | None
+    tasks: TaskCounts
+    stage_ids: tuple[int, ...]
+    kill_reasons: tuple[str, ...] = ()
+    stages: tuple[StageView, ...] = ()
+    #: Spark Connect: the operation this "job" stands for ("" for classic jobs).
+    operation_id: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.status not in _ENDED
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """The jobs of one cell execution in one session."""
+
+    id: str
+    session: str
+    execution_count: int
+    description: str
+    state: GroupState
+    cell_running: bool
+    submitted_at: float | None
+    completed_at: float | None
+    cancel_requested_at: float | None
+    tasks: TaskCounts
+    #: Tasks of ended jobs still running on executors (a cancelled task's Python
+    #: worker takes a moment to exit): "Spark ended the jobs" is not "slots are free".
+    tasks_still_running: int
+    jobs: tuple[JobView, ...]
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINAL_STATES and not self.cell_running
+
+
+@dataclass(frozen=True)
+class FileView:
+    """One file, archive or Python file added to a session."""
+
+    name: str
+    kind: str  # file | archive | pyfile
+    size: int
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """A registered session, as every view shows it (`list`, `info`, panel, sidebar)."""
+
+    name: str
+    origin: str  # created | adopted
+    backend: str  # classic | connect
+    master: str  # the master URL, or the Connect server's address (never a token)
+    session_id: str
+    isolated: bool
+    directory: str
+    #: What keeps the session from working now ("" when nothing does): a stopped
+    #: context, an unreachable Connect server.
+    disconnected: str = ""
+    files: tuple[FileView, ...] = ()
+    #: Its jobs (Connect: operations) that have not ended, in any group or none.
+    running_jobs: int = 0
+
+
+@dataclass(frozen=True)
+class BoardSnapshot:
+    """Everything the views show, at one moment."""
+
+    seq: int
+    updated_at: float
+    sessions: tuple[SessionView, ...] = ()
+    groups: tuple[GroupView, ...] = ()
+    #: Running jobs of this context outside any managed group (the user's own).
+    other_running_jobs: int = 0
+    error: str = ""
+
+    def group(self, group_id: str) -> GroupView | None:
+        return next((g for g in self.groups if g.id == group_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (the protocol's ``board`` object)."""
+        return asdict(self)
+
+
+# -- parsing Spark's JobData -----------------------------------------------------------
+
+
+def _seconds(millis: Any) -> float | None:
+    return millis / 1000.0 if isinstance(millis, int | float) else None
+
+
+def parse_job(data: dict[str, Any]) -> JobView:
+    """A ``JobView`` from Spark's ``JobData`` JSON (absent fields count as 0)."""
+    tasks = TaskCounts(
+        total=int(data.get("numTasks", 0)),
+        active=int(data.get("numActiveTasks", 0)),
+        completed=int(data.get("numCompletedTasks", 0)),
+        failed=int(data.get("numFailedTasks", 0)),
+        killed=int(data.get("numKilledTasks", 0)),
+        skipped=int(data.get("numSkippedTasks", 0)),
+    )
+    return JobView(
+        id=int(data["jobId"]),
+        name=str(data.get("name", "")),
+        status=str(data.get("status", "UNKNOWN")),
+        submitted_at=_seconds(data.get("submissionTime")),
+        completed_at=_seconds(data.get("completionTime")),
+        tasks=tasks,
+        stage_ids=tuple(int(s) for s in data.get("stageIds", ())),
+        kill_reasons=tuple(str(r) for r in (data.get("killedTasksSummary") or {})),
+    )
+
+
+def parse_stage(data: dict[str, Any]) -> StageView:
+    """A ``StageView`` from Spark's ``SparkStageInfo`` JSON."""
+    return StageView(
+        id=int(data["stageId"]),
+        name=str(data.get("name", "")),
+        attempt=int(data.get("currentAttemptId", 0)),
+        tasks=TaskCounts(
+            total=int(data.get("numTasks", 0)),
+            active=int(data.get("numActiveTasks", 0)),
+            completed=int(data.get("numCompletedTasks", 0)),
+            failed=int(data.get("numFailedTasks", 0)),
+        ),
+    )
+
+
+def group_key(data: dict[str, Any]) -> tuple[str, int] | None:
+    """(session, execution count) of the group a job belongs to, from its tags."""
+    for tag in data.get("jobTags", ()):
+        parsed = job_tags.parse_tag(str(tag))
+        if parsed is not None and parsed[1] is not None:
+            return parsed[0], parsed[1]
+    return None
+
+
+def _targeted(job: JobView, cancel_job_ids: frozenset[int], requested_at: float | None) -> bool:
+    # The jobs a cancel request aimed at: those seen running when it was made, and any
+    # submitted before it that the board had not seen yet.
+    if job.id in cancel_job_ids:
+        return True
+    return requested_at is not None and (job.submitted_at or 0.0) <= requested_at
+
+
+def _was_cancelled(
+    job: JobView, cancel_job_ids: frozenset[int], requested_at: float | None
+) -> bool:
+    # Spark reports a cancelled job as FAILED; telling them apart is ours to do. A job
+    # a request aimed at, or whose tasks Spark killed for a cancellation (the kernel's
+    # Interrupt button cancels all jobs), was cancelled.
+    if _targeted(job, cancel_job_ids, requested_at):
+        return True
+    return any("cancel" in reason.lower() for reason in job.kill_reasons)
+
+
+def group_state(
+    jobs: Iterable[JobView],
+    cancel_job_ids: frozenset[int] = frozenset(),
+    cancel_requested_at: float | None = None,
+) -> GroupState:
+    """The observed state of a group from its jobs' Spark statuses.
+
+    A cancel request only turns the jobs it aimed at into "cancelling"; the final state
+    comes from what Spark reports once they end."""
+    jobs = list(jobs)
+    running = [j for j in jobs if j.running]
+    if running:
+        if all(_targeted(j, cancel_job_ids, cancel_requested_at) for j in running):
+            return "cancelling"
+        return "running"
+    failed = [j for j in jobs if j.status == "FAILED"]
+    if any(_was_cancelled(j, cancel_job_ids, cancel_requested_at) for j in failed):
+        return "cancelled"
+    if failed:
+        return "failed"
+    return "succeeded"
+
+
+def operation_view(
+    report: OperationReport, number: int, submitted_at: float, completed_at: float | None
+) -> JobView:
+    """A Connect operation as a ``JobView`` (job id ``number``): its stages' task counts
+    as reported, and the end the client saw (an interrupted one ends cancelled)."""
+    stages = report.stages
+    done = report.done
+    status = "RUNNING"
+    if done:
+        status = "FAILED" if report.failed else "SUCCEEDED"
+    return JobView(
+        id=number,
+        name=f"operation {report.operation_id[:8]}",
+        status=status,
+        submitted_at=submitted_at,
+        completed_at=completed_at,
+        tasks=TaskCounts(
+            total=sum(tasks for _, tasks, _, _ in stages),
+            active=0 if done else report.inflight_tasks,
+            completed=sum(finished for _, _, finished, _ in stages),
+        ),
+        stage_ids=tuple(stage_id for stage_id, _, _, _ in stages),
+        kill_reasons=(report.cancel_reason,) if report.cancel_reason else (),
+        stages=tuple(
+            StageView(id=stage_id, name="", attempt=0, tasks=TaskCounts(total=n, completed=c))
+            for stage_id, n, c, stage_done in stages
+            if not stage_done and not done
+        ),
+        operation_id=report.operation_id,
+    )

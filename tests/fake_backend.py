@@ -1,0 +1,80 @@
+"""A ``SessionBackend`` without Spark, recording what the package asked of it: proof
+that the registry, the board and the tagger need nothing but the backend interface."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from jupyter_spark_sessions.backends.base import BackendKind, OperationSink
+
+_ids = itertools.count(1)
+
+
+class FakeJobFeed:
+    """Job data as Spark's status store gives it, set by the test."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[int, dict[str, Any]] = {}
+
+    def poll(self, also: Iterable[int]) -> list[dict[str, Any]]:
+        return list(self.jobs.values())
+
+    def running_stages(self, stage_ids: Iterable[int]) -> list[dict[str, Any]]:
+        return []
+
+
+class FakeBackend:
+    kind: BackendKind = "classic"
+
+    def __init__(self, name: str, feed: FakeJobFeed | None = None) -> None:
+        self.session = object()
+        self.session_id = f"fake-{next(_ids):04d}-0000"
+        self.session_tags: tuple[str, ...] = (f"spark-session-{name}", f"jss:{name}")
+        self.feed = feed
+        self.calls: list[tuple[Any, ...]] = []
+        self.running = 0
+        self.sink: OperationSink | None = None
+
+    def where(self) -> str:
+        return "fake://master"
+
+    def require_usable(self, name: str) -> None:
+        self.calls.append(("require_usable", name))
+
+    def problem(self) -> str:
+        return ""
+
+    def running_jobs(self) -> int:
+        return self.running
+
+    def job_feed(self) -> FakeJobFeed | None:
+        return self.feed
+
+    def watch(self, sink: OperationSink) -> None:
+        self.sink = sink
+
+    def cancel(self, tags: tuple[str, ...] | None) -> None:
+        self.calls.append(("cancel", tags))
+
+    def tag_thread(self, tags: tuple[str, ...]) -> tuple[str, ...]:
+        self.calls.append(("tag", tags))
+        return tags
+
+    def untag_thread(self, applied: tuple[str, ...]) -> None:
+        self.calls.append(("untag", applied))
+
+    def add_artifact(self, remote_path: str, staged: Path, fragment: str | None) -> None:
+        self.calls.append(("add_artifact", remote_path, fragment))
+        staged.unlink()  # Spark moves the staged copy into its own folder
+
+    def release(self, quick: bool = False) -> None:
+        self.calls.append(("release", quick))
+
+    def forget(self) -> None:
+        self.calls.append(("forget",))
+
+    def called(self, what: str) -> list[tuple[Any, ...]]:
+        return [c for c in self.calls if c[0] == what]

@@ -1,0 +1,451 @@
+"""protocol.schema.json is the protocol's one definition: the board the kernel sends,
+every reply of the real request handler and the comm's messages follow it, and
+protocol.parse_request accepts exactly the requests it allows."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from importlib import resources
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from jupyter_spark_sessions import protocol
+from jupyter_spark_sessions.artifacts import AddResult, Artifact
+from jupyter_spark_sessions.board import JobBoard
+from jupyter_spark_sessions.config import SparkSessionsConfig
+from jupyter_spark_sessions.errors import UnknownSessionError
+from jupyter_spark_sessions.kernel import KernelChannels
+from jupyter_spark_sessions.request_handler import RequestHandler
+from jupyter_spark_sessions.snapshot import (
+    BoardSnapshot,
+    FileView,
+    GroupView,
+    JobView,
+    SessionView,
+    StageView,
+    TaskCounts,
+)
+
+# -- the objects under test: the one place to update when their constructors change --
+
+
+class FakeSessions:
+    """The board's source of sessions (names and inert backends)."""
+
+    def __init__(self, *names: str) -> None:
+        self._names = list(names)
+
+    def names(self) -> list[str]:
+        return list(self._names)
+
+    def backend(self, name: str) -> object:
+        if name not in self._names:
+            raise UnknownSessionError(f"No session named '{name}'.")
+        return object()
+
+    def describe(self, name: str, running_jobs: int | None = None) -> Any:
+        raise AssertionError("the board itself never describes sessions")
+
+
+class FakeRegistry:
+    """What ``add`` needs of the registry: every add succeeds."""
+
+    def add_file(self, session: str, path: str, alias: str | None) -> AddResult:
+        return _added(alias or path, "file")
+
+    def add_archive(self, session: str, path: str, alias: str | None) -> AddResult:
+        return _added(alias or path.removesuffix(".zip"), "archive")
+
+    def add_pyfile(self, session: str, path: str) -> AddResult:
+        return _added(path, "pyfile", added=False)
+
+
+def _added(name: str, kind: Any, added: bool = True) -> AddResult:
+    artifact = Artifact(name, kind, 3, 1796070550.0, f"/work/{name}", f"/tmp/etl/{name}")
+    return AddResult(artifact=artifact, added=added)
+
+
+def make_handler() -> tuple[RequestHandler, JobBoard]:
+    """The real handler and board over fake sessions (as tests/test_job_board.py builds
+    a board), showing one running group (etl:12) and one that succeeded (etl:13)."""
+    board = JobBoard(FakeSessions("etl"), SparkSessionsConfig())  # type: ignore[arg-type]
+    handler = RequestHandler(FakeRegistry(), board)  # type: ignore[arg-type]
+    board.cell_started("etl", 12, "df.count()")
+    jobs = [_job(31, "RUNNING"), _job(32, "SUCCEEDED")]
+    board.update(jobs, {31: ("etl", 12), 32: ("etl", 13)}, 0, [_session()])
+    return handler, board
+
+
+# -- the schema ----------------------------------------------------------------------
+
+SCHEMA = json.loads(
+    resources.files("jupyter_spark_sessions").joinpath("protocol.schema.json").read_text()
+)
+_REGISTRY = Registry().with_resource(SCHEMA["$id"], Resource.from_contents(SCHEMA))
+
+
+def errors(instance: Any, definition: str | None = None) -> list[str]:
+    """Why ``instance`` is not valid under the schema (or one of its ``$defs``)."""
+    schema = SCHEMA if definition is None else {"$ref": f"{SCHEMA['$id']}#/$defs/{definition}"}
+    validator = Draft202012Validator(schema, registry=_REGISTRY)
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(instance)]
+
+
+def wire(data: Any) -> Any:
+    """``data`` as a frontend receives it (JSON: tuples become arrays)."""
+    return json.loads(json.dumps(data))
+
+
+def _tasks(n: int = 1) -> TaskCounts:
+    return TaskCounts(total=8 * n, active=2, completed=5, failed=1, killed=1, skipped=n)
+
+
+def _job(job_id: int, status: str) -> JobView:
+    return JobView(
+        id=job_id,
+        name="collect at <stdin>:1",
+        status=status,
+        submitted_at=1796070550.0,
+        completed_at=None if status == "RUNNING" else 1796070552.5,
+        tasks=_tasks(),
+        stage_ids=(44, 45),
+        kill_reasons=("Stage cancelled: job cancelled",),
+        stages=(StageView(id=45, name="collect", attempt=1, tasks=_tasks()),),
+        operation_id="7c1e-op",
+    )
+
+
+def _session() -> SessionView:
+    return SessionView(
+        name="etl",
+        origin="created",
+        backend="connect",
+        master="sc://localhost:15002",
+        session_id="9f2d",
+        isolated=True,
+        directory="/tmp/etl-9f2d",
+        disconnected="localhost:15002 unreachable: connection refused",
+        files=(FileView("lookup.csv", "file", 512), FileView("deps", "archive", 4096)),
+        running_jobs=1,
+    )
+
+
+def full_board() -> dict[str, Any]:
+    """A board with every field set to something other than its default."""
+    group = GroupView(
+        id="etl:12",
+        session="etl",
+        execution_count=12,
+        description="df.groupBy('k').count().collect()",
+        state="cancelled",
+        cell_running=True,
+        submitted_at=1796070550.0,
+        completed_at=1796070552.5,
+        cancel_requested_at=1796070551.0,
+        tasks=_tasks(2),
+        tasks_still_running=1,
+        jobs=(_job(31, "RUNNING"), _job(32, "FAILED")),
+    )
+    snapshot = BoardSnapshot(
+        seq=42,
+        updated_at=1796070553.1,
+        sessions=(_session(),),
+        groups=(group,),
+        other_running_jobs=2,
+        error="Spark status unavailable: py4j gateway closed",
+    )
+    board: dict[str, Any] = wire(snapshot.to_dict())
+    return board
+
+
+class RecordingComm:
+    """A comm that records what the kernel sends on it."""
+
+    def __init__(self, comm_id: str = "comm-1") -> None:
+        self.comm_id = comm_id
+        self.sent: list[Any] = []
+        self._reply_subshell_for: Any = None  # what ipykernel_internals rewires
+        self.handlers: dict[str, Any] = {}
+
+    def send(self, data: Any) -> None:
+        self.sent.append(wire(data))
+
+    def on_msg(self, callback: Any) -> None:
+        self.handlers["msg"] = callback
+
+    def on_close(self, callback: Any) -> None:
+        self.handlers["close"] = callback
+
+
+def request(action: str, **fields: Any) -> dict[str, Any]:
+    return {"version": 1, "action": action, **fields}
+
+
+# -- the schema itself ---------------------------------------------------------------
+
+
+def test_the_schema_is_valid_draft_2020_12_and_names_the_protocols_constants() -> None:
+    Draft202012Validator.check_schema(SCHEMA)
+    defs = SCHEMA["$defs"]
+    assert defs["Version"]["const"] == protocol.PROTOCOL_VERSION
+    assert defs["ControlRequestType"]["const"] == protocol.CONTROL_REQUEST
+    assert defs["ControlReplyType"]["const"] == protocol.CONTROL_REPLY
+    assert defs["CommTarget"]["const"] == protocol.COMM_TARGET
+    assert tuple(defs["AddKind"]["enum"]) == protocol.ADD_KINDS
+
+
+def test_each_request_in_the_schema_takes_the_fields_protocol_py_accepts() -> None:
+    defs = SCHEMA["$defs"]
+    fields: dict[str, set[str]] = {}
+    for ref in defs["Request"]["oneOf"]:
+        definition = defs[ref["$ref"].rsplit("/", 1)[1]]
+        for variant in definition.get("oneOf", [{"$ref": ref["$ref"]}]):
+            properties = defs[variant["$ref"].rsplit("/", 1)[1]]["properties"]
+            action = properties["action"]["const"]
+            fields.setdefault(action, set()).update(properties)
+    assert set(fields) == set(protocol.ACTIONS)
+    for action, accepted in protocol.ACTIONS.items():
+        assert fields[action] - {"version", "action", "request_id"} == accepted, action
+
+
+# -- the board -----------------------------------------------------------------------
+
+_BOARD_OBJECTS = {
+    "Board": BoardSnapshot,
+    "Session": SessionView,
+    "SessionFile": FileView,
+    "Group": GroupView,
+    "Job": JobView,
+    "Stage": StageView,
+    "TaskCounts": TaskCounts,
+}
+
+
+@pytest.mark.parametrize(("definition", "cls"), _BOARD_OBJECTS.items())
+def test_the_board_schema_requires_exactly_the_snapshot_fields(definition: str, cls: type) -> None:
+    schema = SCHEMA["$defs"][definition]
+    names = {f.name for f in dataclasses.fields(cls)}
+    assert set(schema["properties"]) == names
+    assert set(schema["required"]) == names
+    assert schema["additionalProperties"] is False
+
+
+def test_a_fully_populated_board_is_valid() -> None:
+    assert errors(full_board(), "Board") == []
+
+
+def _objects(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The paths of every JSON object in ``value``."""
+    if isinstance(value, dict):
+        found = [path]
+        for key, item in value.items():
+            found += _objects(item, (*path, key))
+        return found
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _objects(item, (*path, i))]
+    return []
+
+
+def _at(value: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        value = value[key]
+    return value
+
+
+@pytest.mark.parametrize("path", _objects(full_board()), ids=str)
+def test_a_board_missing_a_field_or_with_an_unknown_one_is_invalid(
+    path: tuple[Any, ...],
+) -> None:
+    board = full_board()
+    for key in _at(board, path):
+        missing = copy.deepcopy(board)
+        del _at(missing, path)[key]
+        assert errors(missing, "Board"), f"{path} without {key!r} passed"
+    extra = copy.deepcopy(board)
+    _at(extra, path)["surprise"] = 0
+    assert errors(extra, "Board"), f"{path} with an unknown field passed"
+
+
+# -- the request handler's replies ---------------------------------------------------
+
+
+def test_list_and_cancel_replies_are_valid() -> None:
+    handler, _ = make_handler()
+    replies = {
+        "ListReply": handler.handle(request("list", request_id="r1")),
+        "CancelReply": handler.handle(request("cancel", groups=["etl:12"])),
+    }
+    assert replies["CancelReply"]["cancelling"] == ["etl:12"]
+    finished = handler.handle(request("cancel", groups=["etl:13"], request_id="r2"))
+    assert finished["messages"] == ["Group etl:13 has no running job (succeeded)."]
+    for reply in (
+        finished,
+        handler.handle(request("cancel", session="etl")),
+        handler.handle(request("cancel", all=True)),
+    ):
+        assert errors(wire(reply), "CancelReply") == []
+    for definition, reply in replies.items():
+        assert errors(wire(reply), definition) == []
+        assert errors(wire(reply)) == []
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        (request("cancel", groups=["etl:99"], request_id="r3"), "unknown_group"),
+        (request("cancel", session="nope"), "unknown_session"),
+        (request("unsubscribe", comm_id="no-such-comm"), "unknown_comm"),
+        (request("subscribe"), "bad_request"),  # the control channel: no comm to default to
+        (request("add", session="etl", kind="file", path="x.csv"), "bad_request"),  # control
+        (request("list", request_id="r" * 300), "bad_request"),  # echoed, though too long
+        (request("list", extra=1), "bad_request"),
+        ({"version": 2, "action": "list"}, "unsupported_version"),
+        (request("stop"), "unknown_action"),
+        ("not an object", "bad_request"),
+    ],
+)
+def test_error_replies_are_valid(message: Any, code: str) -> None:
+    handler, _ = make_handler()
+    reply = wire(handler.handle(message))
+    assert reply["error"]["code"] == code
+    assert errors(reply, "ErrorReply") == []
+    assert errors(reply, "Reply") == []
+
+
+def test_subscribe_unsubscribe_and_board_pushes_are_valid() -> None:
+    handler, board = make_handler()
+    comm = RecordingComm()
+    subscribed = wire(handler.handle(request("subscribe"), comm))
+    assert errors(subscribed, "SubscribeReply") == []
+    board.update([_job(31, "SUCCEEDED")], {31: ("etl", 12)}, 1, [_session()])
+    assert comm.sent and comm.sent[-1]["type"] == "board"
+    for pushed in comm.sent:
+        assert errors(pushed, "BoardMessage") == []
+        assert errors(pushed, "CommMessage") == []
+    # From the control channel, naming the comm.
+    again = wire(handler.handle(request("subscribe", comm_id="comm-1", request_id="s")))
+    assert errors(again, "SubscribeReply") == []
+    gone = wire(handler.handle(request("unsubscribe", comm_id="comm-1")))
+    assert gone["comm_id"] == "comm-1"
+    assert errors(gone, "UnsubscribeReply") == []
+    assert errors(wire(handler.handle(request("unsubscribe"), comm)), "UnsubscribeReply") == []
+
+
+def test_add_replies_are_valid() -> None:
+    handler, _ = make_handler()
+    comm = RecordingComm()
+    for message in (
+        request("add", session="etl", kind="file", path="lookup.csv", request_id="a1"),
+        request("add", session="etl", kind="archive", path="deps.zip", alias="deps"),
+        request("add", session="etl", kind="pyfile", path="helpers.py"),
+    ):
+        reply = wire(handler.handle(message, comm))
+        assert reply["status"] == "ok", reply
+        assert errors(reply, "AddReply") == []
+    refused = request("add", session="etl", kind="pyfile", path="h.py", alias="x")
+    assert errors(wire(handler.handle(refused, comm)), "ErrorReply") == []
+
+
+def test_the_comm_sends_replies_and_board_pushes_the_schema_allows() -> None:
+    handler, board = make_handler()
+    comm = RecordingComm()
+    channels = KernelChannels(kernel=None, handler=handler)
+    channels._on_comm_open(comm, {"content": {"data": request("subscribe", request_id="s1")}})
+    comm.handlers["msg"](
+        {"content": {"data": request("add", session="etl", kind="file", path="x.csv")}}
+    )
+    comm.handlers["msg"]({"content": {"data": request("cancel", groups=[])}})
+    board.update([_job(31, "FAILED")], {31: ("etl", 12)}, 0, [_session()])
+    kinds = [(m["type"], m.get("action", m.get("status"))) for m in comm.sent]
+    assert kinds == [
+        ("reply", "subscribe"),
+        ("reply", "add"),
+        ("reply", "error"),
+        ("board", None),
+    ]
+    for message in comm.sent:
+        assert errors(message, "CommMessage") == []
+    # A reply on the comm is marked as one; the control channel's are not.
+    assert errors({**comm.sent[0], "type": "board"}, "CommMessage")
+    assert errors({k: v for k, v in comm.sent[0].items() if k != "type"}, "CommReply")
+
+
+# -- requests: protocol.parse_request and the schema agree ---------------------------
+
+GOOD_REQUESTS = [
+    request("list"),
+    request("list", request_id="r1"),
+    request("list", request_id=None),
+    request("cancel", groups=["etl:12"]),
+    request("cancel", groups=[f"etl:{n}" for n in range(1000)], request_id="r" * 256),
+    request("cancel", session="etl"),
+    request("cancel", session="s" * 256),
+    request("cancel", all=True),
+    request("subscribe"),
+    request("subscribe", comm_id="c1", request_id="r2"),
+    request("subscribe", comm_id=None),
+    request("unsubscribe", comm_id="c1"),
+    request("add", session="etl", kind="file", path="data/lookup.csv"),
+    request("add", session="etl", kind="archive", path="/abs/deps.zip", alias="deps"),
+    request("add", session="etl", kind="pyfile", path="p" * 4096, alias=None),
+]
+
+BAD_REQUESTS = {
+    "not an object": ["list"],
+    "no version": {"action": "list"},
+    "wrong version": request("list", version=2),
+    "version as text": request("list", version="1"),
+    "no action": {"version": 1},
+    "unknown action": request("stop"),
+    "extra field": request("list", groups=["etl:12"]),
+    "unknown field": request("subscribe", verbose=True),
+    "empty request id": request("list", request_id=""),
+    "too long request id": request("list", request_id="r" * 257),
+    "request id not text": request("list", request_id=7),
+    "cancel without target": request("cancel"),
+    "groups and session": request("cancel", groups=["etl:12"], session="etl"),
+    "session and all": request("cancel", session="etl", all=True),
+    "groups and all": request("cancel", groups=["etl:12"], all=True),
+    "empty groups": request("cancel", groups=[]),
+    "too many groups": request("cancel", groups=[f"etl:{n}" for n in range(1001)]),
+    "groups not a list": request("cancel", groups="etl:12"),
+    "empty group id": request("cancel", groups=[""]),
+    "too long group id": request("cancel", groups=["g" * 257]),
+    "group id not text": request("cancel", groups=[12]),
+    "all false": request("cancel", all=False),
+    "empty session": request("cancel", session=""),
+    "too long session": request("cancel", session="s" * 257),
+    "session null": request("cancel", session=None),
+    "too long comm id": request("subscribe", comm_id="c" * 257),
+    "comm id on list": request("list", comm_id="c1"),
+    "add without session": request("add", kind="file", path="x.csv"),
+    "add without kind": request("add", session="etl", path="x.csv"),
+    "add with a bad kind": request("add", session="etl", kind="jar", path="x.jar"),
+    "add without path": request("add", session="etl", kind="file"),
+    "add with an empty path": request("add", session="etl", kind="file", path=""),
+    "add with a too long path": request("add", session="etl", kind="file", path="p" * 4097),
+    "add with an empty alias": request("add", session="etl", kind="file", path="x", alias=""),
+    "add with a too long alias": request(
+        "add", session="etl", kind="file", path="x", alias="a" * 257
+    ),
+    "add with groups": request("add", session="etl", kind="file", path="x", groups=["a"]),
+}
+
+
+@pytest.mark.parametrize("message", GOOD_REQUESTS, ids=lambda m: m["action"])
+def test_good_requests_are_accepted_by_both(message: dict[str, Any]) -> None:
+    assert protocol.parse_request(message).action == message["action"]
+    assert errors(message, "Request") == []
+    assert errors(message) == []
+
+
+@pytest.mark.parametrize("message", BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
+def test_bad_requests_are_rejected_by_both(message: Any) -> None:
+    with pytest.raises(protocol.ProtocolError):
+        protocol.parse_request(message)
+    assert errors(message, "Request")

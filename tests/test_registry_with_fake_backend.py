@@ -1,0 +1,108 @@
+"""The registry, the job board and its poller driven through a fake backend: every
+cancel, tag and release reaches Spark only through ``SessionBackend``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fake_backend import FakeBackend, FakeJobFeed
+
+from jupyter_spark_sessions.config import SparkSessionsConfig
+from jupyter_spark_sessions.errors import SessionNameError
+from jupyter_spark_sessions.registry import SessionRegistry
+
+
+def job(job_id: int, session: str, cell: int, status: str = "RUNNING") -> dict[str, object]:
+    tags = [f"spark-session-{session}", f"jss:{session}", f"jss:{session}:{cell}"]
+    return {"jobId": job_id, "status": status, "jobTags": tags, "numTasks": 2, "stageIds": []}
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> SessionRegistry:
+    config = SparkSessionsConfig(session_root=str(tmp_path / "root"), release_timeout=5.0)
+    reg = SessionRegistry(config)
+    reg.board_poller.stop()  # the tests poll by hand
+    return reg
+
+
+def poll(registry: SessionRegistry) -> None:
+    registry.board_poller.stop()
+    registry.board_poller.poll_once()
+
+
+def test_a_group_cancel_reaches_only_its_sessions_backend(registry: SessionRegistry) -> None:
+    feed = FakeJobFeed()
+    a, b = FakeBackend("a", feed), FakeBackend("b", feed)
+    registry.register("a", a, "created", isolated=True)
+    registry.register("b", b, "created", isolated=True)
+    feed.jobs = {1: job(1, "a", 3), 2: job(2, "b", 4)}
+    poll(registry)
+    snapshot = registry.board.snapshot()
+    assert [(g.id, g.state) for g in snapshot.groups] == [("a:3", "running"), ("b:4", "running")]
+    assert {s.name: s.running_jobs for s in snapshot.sessions} == {"a": 1, "b": 1}
+
+    outcome = registry.board.request_cancel(["a:3"])
+    assert outcome.cancelling == ("a:3",)
+    assert a.called("cancel") == [] and b.called("cancel") == []  # a request, not a call
+    poll(registry)
+    assert a.called("cancel") == [("cancel", ("jss:a:3",))]
+    assert b.called("cancel") == []
+    feed.jobs[1] = job(1, "a", 3, status="FAILED")
+    poll(registry)
+    states = {g.id: g.state for g in registry.board.snapshot().groups}
+    assert states == {"a:3": "cancelled", "b:4": "running"}
+
+
+def test_running_in_tags_the_thread_through_the_backend(registry: SessionRegistry) -> None:
+    a = FakeBackend("a")
+    registry.register("a", a, "created", isolated=True)
+    with registry.running_in("a", 7, "df.count()") as session:
+        assert session is a.session
+        assert registry.tagger.current_tags() == ("jss:a", "jss:a:7")
+    assert a.called("tag") == [("tag", ("jss:a", "jss:a:7"))]
+    assert a.called("untag") == [("untag", ("jss:a", "jss:a:7"))]
+
+
+def test_stop_cancels_then_releases_a_created_session_only(registry: SessionRegistry) -> None:
+    created, adopted = FakeBackend("mine"), FakeBackend("theirs")
+    registry.register("mine", created, "created", isolated=True)
+    registry.register("theirs", adopted, "adopted", isolated=False)
+    created.running = 1
+    release = registry.stop("mine")
+    poll(registry)  # the cancel the stop requested
+    assert created.called("cancel") == [("cancel", None)]
+    assert not release.wait(0.3)  # its job still runs: not released yet
+    created.running = 0
+    assert release.wait(5) and release.error is None
+    assert created.called("release") == [("release", False)]
+    assert not release.directory.exists()
+
+    registry.stop("theirs").wait(5)
+    assert adopted.called("forget") == [("forget",)]
+    assert adopted.called("release") == [] and adopted.called("cancel") == []
+    assert registry.names() == []
+
+
+def test_files_go_to_the_backend_and_names_are_not_reused(
+    registry: SessionRegistry, tmp_path: Path
+) -> None:
+    a = FakeBackend("a")
+    registry.register("a", a, "created", isolated=True)
+    source = tmp_path / "lookup.csv"
+    source.write_text("k,v\n")
+    result = registry.add_file("a", source)
+    assert result.added and a.called("add_artifact") == [("add_artifact", "files/lookup.csv", None)]
+    assert [f.name for f in registry.describe("a").files] == ["lookup.csv"]
+    with pytest.raises(SessionNameError):
+        registry.register("a", FakeBackend("a"), "created", isolated=True)
+
+
+def test_shutdown_releases_created_sessions_quickly(registry: SessionRegistry) -> None:
+    created, adopted = FakeBackend("mine"), FakeBackend("theirs")
+    registry.register("mine", created, "created", isolated=True)
+    registry.register("theirs", adopted, "adopted", isolated=True)
+    registry.shutdown()
+    assert created.called("cancel") == [("cancel", None)]
+    assert created.called("release") == [("release", True)]
+    assert adopted.called("release") == [] and adopted.called("cancel") == []
