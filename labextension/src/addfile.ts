@@ -15,7 +15,8 @@ import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { Contents } from '@jupyterlab/services';
 
 import { AddFileForm } from './addform';
-import { addOutcome, inferAddKind, oneLine } from './model';
+import { addOutcome, inferAddKind } from './addNaming';
+import { oneLine } from './format';
 import { kernelRelativePath } from './paths';
 import { SparkSessionsSidebar } from './sidebar';
 

@@ -4,12 +4,8 @@
  */
 import { Widget } from '@lumino/widgets';
 
-import {
-  AddKind,
-  aliasToSend,
-  defaultNameInSession,
-  inferAddKind
-} from './model';
+import { aliasToSend, defaultNameInSession, inferAddKind } from './addNaming';
+import type { AddKind } from './protocol';
 
 /** What the dialog returns: the session, and for one file its kind and alias. */
 export type AddChoice = {

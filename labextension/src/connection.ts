@@ -6,23 +6,18 @@
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 
+import { oneLine, replyErrorMessage } from './format';
 import {
-  AddKind,
-  CancelTarget,
   COMM_TARGET,
   CONTROL_REQUEST,
-  OkReply,
-  Reply,
-  Request,
-  SidebarModel,
   addRequest,
   cancelRequest,
   isReply,
   makeRequest,
-  oneLine,
-  parseCommMessage,
-  replyErrorMessage
-} from './model';
+  parseCommMessage
+} from './messages';
+import { SidebarModel } from './model';
+import type { AddKind, Reply, Request } from './protocol';
 
 /** How long the probe waits for the kernel to answer (ms); no answer => not loaded. */
 export const PROBE_TIMEOUT_MS = 3000;
@@ -168,7 +163,7 @@ export class KernelBoardConnection implements IDisposable {
     try {
       reply = await sendControlRequest(
         this.kernel,
-        cancelRequest(target as CancelTarget, nextRequestId()),
+        cancelRequest(target, nextRequestId()),
         this._cancelTimeoutMs
       );
     } catch (error) {
@@ -280,7 +275,7 @@ export class KernelBoardConnection implements IDisposable {
       this.model.setStatus('error', replyErrorMessage(reply));
       return;
     }
-    if (reply.board) {
+    if ('board' in reply && reply.board) {
       this.model.applyBoard(reply.board);
     }
     this._subscribe();
@@ -372,9 +367,8 @@ export class KernelBoardConnection implements IDisposable {
       this.model.setError(replyErrorMessage(message));
       return;
     }
-    const ok = message as OkReply;
-    if (ok.board) {
-      this.model.applyBoard(ok.board);
+    if ('board' in message && message.board) {
+      this.model.applyBoard(message.board);
     }
   }
 

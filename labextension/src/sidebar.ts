@@ -9,17 +9,14 @@ import { Widget } from '@lumino/widgets';
 
 import { KernelBoardConnection } from './connection';
 import {
-  Group,
-  Job,
-  Session,
-  SessionFile,
-  SidebarModel,
   elapsedSeconds,
   formatBytes,
   formatDuration,
   progress,
   tasksDone
-} from './model';
+} from './format';
+import { SidebarModel } from './model';
+import type { Group, Job, Session, SessionFile } from './protocol';
 
 /** The id of the Spark Sessions sidebar, shared with the browser tests. */
 export const SIDEBAR_ID = 'jupyter-spark-sessions-sidebar';

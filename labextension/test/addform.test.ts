@@ -2,7 +2,6 @@
 import { describe, expect, it } from 'vitest';
 
 import { AddFileForm } from '../src/addform';
-import { aliasToSend, defaultNameInSession } from '../src/model';
 
 function control<T extends HTMLElement>(form: AddFileForm, testid: string): T {
   const found = form.node.querySelector(`[data-testid="${testid}"]`);
@@ -16,35 +15,6 @@ function choose(select: HTMLSelectElement, value: string): void {
   select.value = value;
   select.dispatchEvent(new Event('change'));
 }
-
-describe('defaultNameInSession', () => {
-  it.each([
-    ['lookup.csv', 'file', 'lookup.csv'],
-    ['lookup.tar.gz', 'archive', 'lookup'],
-    ['My Data.TGZ', 'archive', 'My Data'],
-    ['deps.zip', 'archive', 'deps'],
-    ['deps.zip', 'file', 'deps.zip'],
-    ['helpers.py', 'pyfile', 'helpers.py']
-  ] as const)('%s as %s -> %s', (name, kind, expected) => {
-    expect(defaultNameInSession(name, kind)).toBe(expected);
-  });
-});
-
-describe('aliasToSend', () => {
-  it('sends what was typed, trimmed', () => {
-    expect(aliasToSend(' lookup.csv ', 'lookup_v2.csv', 'file')).toBe(
-      'lookup.csv'
-    );
-  });
-  it('sends nothing for an empty field or the default name', () => {
-    expect(aliasToSend('  ', 'lookup.csv', 'file')).toBeUndefined();
-    expect(aliasToSend('lookup.csv', 'lookup.csv', 'file')).toBeUndefined();
-    expect(aliasToSend('deps', 'deps.zip', 'archive')).toBeUndefined();
-  });
-  it('never sends one for a Python file', () => {
-    expect(aliasToSend('other.py', 'helpers.py', 'pyfile')).toBeUndefined();
-  });
-});
 
 describe('AddFileForm', () => {
   it('offers the sessions, infers the kind and shows the default name', () => {

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { KernelBoardConnection } from '../src/connection';
-import { COMM_TARGET, CONTROL_REQUEST, SidebarModel } from '../src/model';
+import { KernelBoardConnection, RequestTimeout } from '../src/connection';
+import { COMM_TARGET, CONTROL_REQUEST } from '../src/messages';
+import { SidebarModel } from '../src/model';
 import { FakeKernel } from './fakes';
 import { board, group } from './fixtures';
 
@@ -234,5 +235,136 @@ describe('KernelBoardConnection', () => {
     comm.push({ version: 1, type: 'board', board: board({ seq: 9 }) });
     expect(model.board?.seq).toBe(1);
     expect(kernel.iopubMessage.slots).toHaveLength(0);
+  });
+});
+
+async function subscribed() {
+  const kernel = new FakeKernel();
+  const model = new SidebarModel();
+  model.reset('Python 3');
+  const connection = new KernelBoardConnection(kernel as any, model, {
+    addTimeoutMs: 120000
+  });
+  const started = connection.start();
+  kernel.futures[0].reply({
+    version: 1,
+    status: 'ok',
+    action: 'list',
+    request_id: null,
+    board: board()
+  });
+  await started;
+  return { kernel, model, connection, comm: kernel.comms[0] };
+}
+
+describe('KernelBoardConnection.addToSession', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('sends the add on the comm and resolves with the reply of its request_id', async () => {
+    const { kernel, model, connection, comm } = await subscribed();
+    expect(connection.isSubscribed).toBe(true);
+    const first = connection.addToSession('etl', 'file', 'data/x.csv');
+    const second = connection.addToSession('etl', 'archive', 'd.zip', 'deps');
+    expect(kernel.futures).toHaveLength(1); // nothing on the control channel
+    expect(comm.sent).toHaveLength(2);
+    const [r1, r2] = comm.sent;
+    expect(r1).toMatchObject({
+      version: 1,
+      action: 'add',
+      session: 'etl',
+      kind: 'file',
+      path: 'data/x.csv'
+    });
+    expect(r1.alias).toBeUndefined();
+    expect(r2).toMatchObject({ kind: 'archive', alias: 'deps' });
+    expect(r1.request_id).not.toBe(r2.request_id);
+
+    // answers out of order; an unrelated reply and a board are not theirs
+    comm.push({
+      type: 'reply',
+      version: 1,
+      request_id: 'someone-else',
+      action: 'add',
+      status: 'ok',
+      added: true
+    });
+    comm.push({
+      type: 'reply',
+      version: 1,
+      request_id: r2.request_id,
+      status: 'error',
+      error: { code: 'not_found', message: 'No such file: d.zip' }
+    });
+    comm.push({ version: 1, type: 'board', board: board({ seq: 5 }) });
+    comm.push({
+      type: 'reply',
+      version: 1,
+      request_id: r1.request_id,
+      action: 'add',
+      status: 'ok',
+      added: false,
+      artifact: { name: 'x.csv', kind: 'file', size: 3, path: '/d/x.csv' }
+    });
+    const reply1 = await first;
+    const reply2 = await second;
+    expect(reply1).toMatchObject({ status: 'ok', added: false });
+    expect(reply2).toMatchObject({
+      status: 'error',
+      error: { message: 'No such file: d.zip' }
+    });
+    // the add's error went to its caller, not to the sidebar
+    expect(model.error).toBe('');
+    expect(model.board?.seq).toBe(5);
+  });
+
+  it('rejects after 120 s without an answer', async () => {
+    const { connection, comm } = await subscribed();
+    const added = connection.addToSession('etl', 'file', 'x.csv');
+    const settled = added.then(
+      () => null,
+      error => error
+    );
+    vi.advanceTimersByTime(119999);
+    comm.push({ version: 1, type: 'board', board: board({ seq: 2 }) });
+    vi.advanceTimersByTime(1);
+    const error = await settled;
+    expect(error).toBeInstanceOf(RequestTimeout);
+    expect(error.message).toBe('The kernel did not answer within 120 s.');
+    // a late answer is ignored
+    comm.push({
+      type: 'reply',
+      version: 1,
+      request_id: comm.sent[0].request_id,
+      action: 'add',
+      status: 'ok',
+      added: true
+    });
+  });
+
+  it('rejects without an open comm, and pending adds on dispose', async () => {
+    const kernel = new FakeKernel();
+    const model = new SidebarModel();
+    const idle = new KernelBoardConnection(kernel as any, model);
+    await expect(idle.addToSession('etl', 'file', 'x.csv')).rejects.toThrow(
+      /Not connected/
+    );
+
+    const { connection } = await subscribed();
+    const added = connection.addToSession('etl', 'file', 'x.csv');
+    connection.dispose();
+    await expect(added).rejects.toThrow(/closed/);
+    expect(connection.isSubscribed).toBe(false);
+  });
+
+  it('rejects pending adds when the kernel closes the comm', async () => {
+    const { connection, comm } = await subscribed();
+    const added = connection.addToSession('etl', 'file', 'x.csv');
+    comm.onClose({});
+    await expect(added).rejects.toThrow(/closed the Spark sessions comm/);
   });
 });

@@ -1,4 +1,4 @@
-import { Board, Group, Job, Session, TaskCounts } from '../src/model';
+import type { Board, Group, Job, Session, TaskCounts } from '../src/protocol';
 
 export function tasks(partial: Partial<TaskCounts> = {}): TaskCounts {
   return {
@@ -23,6 +23,7 @@ export function job(partial: Partial<Job> = {}): Job {
     stage_ids: [1],
     kill_reasons: [],
     stages: [],
+    operation_id: '',
     ...partial
   };
 }
@@ -54,6 +55,9 @@ export function session(partial: Partial<Session> = {}): Session {
     session_id: 'abc',
     isolated: true,
     directory: '/tmp/etl',
+    disconnected: '',
+    files: [],
+    running_jobs: 0,
     ...partial
   };
 }

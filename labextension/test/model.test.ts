@@ -1,16 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 
-import {
-  MESSAGES,
-  SidebarModel,
-  cancelRequest,
-  elapsedSeconds,
-  formatDuration,
-  newestFirst,
-  parseCommMessage,
-  progress
-} from '../src/model';
-import { board, group, job, session, tasks } from './fixtures';
+import { MESSAGES, SidebarModel, newestFirst } from '../src/model';
+import { board, group, session, tasks } from './fixtures';
 
 function readyModel(initial = board()): SidebarModel {
   const model = new SidebarModel();
@@ -295,51 +286,7 @@ describe('cancel overlay', () => {
   });
 });
 
-describe('maths and formatting', () => {
-  it('progress is (completed + skipped) / total', () => {
-    expect(progress(group())).toBeCloseTo(6 / 8);
-    expect(
-      progress(job({ tasks: tasks({ total: 4, completed: 1, skipped: 1 }) }))
-    ).toBe(0.5);
-    expect(progress(job({ tasks: tasks({ total: 0 }) }))).toBe(0);
-    expect(progress(job({ tasks: tasks({ total: 2, completed: 5 }) }))).toBe(1);
-  });
-
-  it('elapsed time runs to now while running, to completion when done', () => {
-    expect(elapsedSeconds(group({ submitted_at: 1000 }), 1042.5)).toBe(42.5);
-    expect(
-      elapsedSeconds(
-        group({ state: 'succeeded', submitted_at: 1000, completed_at: 1010 }),
-        5000
-      )
-    ).toBe(10);
-    expect(elapsedSeconds(group({ submitted_at: null }), 5000)).toBeNull();
-    // a final group without completed_at uses its jobs' completion times
-    expect(
-      elapsedSeconds(
-        group({
-          state: 'cancelled',
-          completed_at: null,
-          jobs: [
-            job({ completed_at: 1003 }),
-            job({ id: 2, completed_at: 1007 })
-          ]
-        }),
-        5000
-      )
-    ).toBe(7);
-    // clock skew never makes it negative
-    expect(elapsedSeconds(group({ submitted_at: 1000 }), 990)).toBe(0);
-  });
-
-  it('formats durations', () => {
-    expect(formatDuration(0)).toBe('0s');
-    expect(formatDuration(42.9)).toBe('42s');
-    expect(formatDuration(185)).toBe('3m 05s');
-    expect(formatDuration(7260)).toBe('2h 01m');
-    expect(formatDuration(null)).toBe('\u2013');
-  });
-
+describe('group order', () => {
   it('sorts newest first by submission then execution count', () => {
     const sorted = newestFirst([
       group({ id: 'x:1', execution_count: 1, submitted_at: 5 }),
@@ -347,41 +294,5 @@ describe('maths and formatting', () => {
       group({ id: 'x:3', execution_count: 3, submitted_at: 5 })
     ]);
     expect(sorted.map(g => g.id)).toEqual(['x:3', 'x:1', 'x:2']);
-  });
-});
-
-describe('protocol helpers', () => {
-  it('parses board pushes and replies, rejects anything else', () => {
-    const push = parseCommMessage({
-      version: 1,
-      type: 'board',
-      board: board()
-    });
-    expect(push?.type).toBe('board');
-    const reply = parseCommMessage({
-      type: 'reply',
-      version: 1,
-      status: 'ok',
-      action: 'subscribe',
-      board: board()
-    });
-    expect(reply?.type).toBe('reply');
-    expect(parseCommMessage({ type: 'board', board: { seq: 'x' } })).toBeNull();
-    expect(parseCommMessage('hello')).toBeNull();
-    expect(parseCommMessage({ type: 'reply', status: 'error' })).toBeNull();
-  });
-
-  it('builds cancel requests with exactly one target', () => {
-    expect(cancelRequest({ groups: ['a:1'] }, 'r1')).toEqual({
-      version: 1,
-      action: 'cancel',
-      groups: ['a:1'],
-      request_id: 'r1'
-    });
-    expect(cancelRequest({ session: 'a' })).toEqual({
-      version: 1,
-      action: 'cancel',
-      session: 'a'
-    });
   });
 });

@@ -1,0 +1,88 @@
+/**
+ * How the sidebar shows the board's numbers and the kernel's messages:
+ * progress, elapsed times, durations, sizes, one-line messages.
+ *
+ * Pure TypeScript: no JupyterLab imports, so that it can be unit-tested in Node.
+ */
+import { isFinalState } from './messages';
+import type { ErrorReply, Group, TaskCounts } from './protocol';
+
+/** Collapses a message to one line. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** The one-line message of an error reply. */
+export function replyErrorMessage(reply: ErrorReply): string {
+  return oneLine(reply.error.message || reply.error.code || 'Request failed.');
+}
+
+/** Fraction (0 to 1) of the tasks done: (completed + skipped) / total. */
+export function progress(item: { tasks: TaskCounts }): number {
+  const { total, completed, skipped } = item.tasks;
+  if (!total || total <= 0) {
+    return 0;
+  }
+  return Math.min(1, Math.max(0, (completed + skipped) / total));
+}
+
+/** Tasks done (completed + skipped), for "done/total tasks" labels. */
+export function tasksDone(tasks: TaskCounts): number {
+  return tasks.completed + tasks.skipped;
+}
+
+/**
+ * Seconds from a group's submission to its completion, or to `now` (epoch
+ * seconds) while it has not completed; null when it has no submission time.
+ */
+export function elapsedSeconds(group: Group, now: number): number | null {
+  if (group.submitted_at === null || group.submitted_at === undefined) {
+    return null;
+  }
+  let end: number | null = group.completed_at;
+  if (end === null || end === undefined) {
+    if (isFinalState(group.state)) {
+      const ends = group.jobs
+        .map(job => job.completed_at)
+        .filter((t): t is number => typeof t === 'number');
+      end = ends.length ? Math.max(...ends) : null;
+      if (end === null) {
+        return null;
+      }
+    } else {
+      end = now;
+    }
+  }
+  return Math.max(0, end - group.submitted_at);
+}
+
+/** "42s", "3m 05s", "2h 01m"; an en dash for an unknown duration. */
+export function formatDuration(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds)) {
+    return '\u2013';
+  }
+  const total = Math.max(0, Math.floor(seconds));
+  const hours = Math.floor(total / 3600);
+  const minutes = Math.floor((total % 3600) / 60);
+  const secs = total % 60;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (hours > 0) {
+    return `${hours}h ${pad(minutes)}m`;
+  }
+  if (minutes > 0) {
+    return `${minutes}m ${pad(secs)}s`;
+  }
+  return `${secs}s`;
+}
+
+/** "512 B", "3.4 KB", "200.0 MB": sizes of session files. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let value = Math.max(0, bytes);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}

@@ -1,0 +1,151 @@
+/**
+ * The protocol at run time, beside the types generated into protocol.ts: its
+ * constants, the requests the sidebar sends and checks of what the kernel
+ * sends. The one definition is jupyter_spark_sessions/protocol.schema.json
+ * (explained in docs/protocol.md); a test checks these constants against it.
+ *
+ * Pure TypeScript: no JupyterLab imports, so that it can be unit-tested in Node.
+ */
+import type {
+  AddKind,
+  AddRequest,
+  Board,
+  CancelAllRequest,
+  CancelGroupsRequest,
+  CancelRequest,
+  CancelSessionRequest,
+  CommMessage,
+  GroupState,
+  Reply,
+  Request,
+  Version
+} from './protocol';
+
+/** The protocol version this frontend speaks. */
+export const PROTOCOL_VERSION: Version = 1;
+/** Kernel message type of a request on the control channel. */
+export const CONTROL_REQUEST = 'spark_sessions_request';
+/** Kernel message type of the kernel's answer on the control channel. */
+export const CONTROL_REPLY = 'spark_sessions_reply';
+/** The comm target a frontend opens to receive board pushes. */
+export const COMM_TARGET = 'jupyter_spark_sessions';
+
+/** The final states: the kernel reports them once Spark says the jobs ended. */
+export const FINAL_STATES: ReadonlyArray<GroupState> = [
+  'succeeded',
+  'failed',
+  'cancelled'
+];
+
+/** Whether a state is final (the kernel observed the jobs end). */
+export function isFinalState(state: string): boolean {
+  return (FINAL_STATES as ReadonlyArray<string>).includes(state);
+}
+
+/** What a cancel request aims at: exactly one of these. */
+export type CancelTarget =
+  | Pick<CancelGroupsRequest, 'groups'>
+  | Pick<CancelSessionRequest, 'session'>
+  | Pick<CancelAllRequest, 'all'>;
+
+/** The request of an action. */
+export type RequestOf<A extends Request['action']> = Extract<
+  Request,
+  { action: A }
+>;
+
+/** The fields a request of an action takes besides its version and action. */
+export type RequestFields<A extends Request['action']> =
+  RequestOf<A> extends infer R
+    ? R extends unknown
+      ? Omit<R, 'version' | 'action'>
+      : never
+    : never;
+
+/** Builds a request of this protocol version. */
+export function makeRequest<A extends Request['action']>(
+  action: A,
+  fields: RequestFields<A>
+): RequestOf<A> {
+  // TypeScript cannot match a generic spread to its member of the union.
+  return {
+    version: PROTOCOL_VERSION,
+    action,
+    ...fields
+  } as unknown as RequestOf<A>;
+}
+
+/** A cancel request for `target`. */
+export function cancelRequest(
+  target: CancelTarget,
+  requestId?: string
+): CancelRequest {
+  const request = makeRequest('cancel', { ...target });
+  if (requestId !== undefined) {
+    request.request_id = requestId;
+  }
+  return request;
+}
+
+/** An `add` request (sent on the comm only: it copies files). */
+export function addRequest(
+  session: string,
+  kind: AddKind,
+  path: string,
+  requestId: string,
+  alias?: string
+): AddRequest {
+  const request = makeRequest('add', {
+    request_id: requestId,
+    session,
+    kind,
+    path
+  });
+  if (alias) {
+    request.alias = alias;
+  }
+  return request;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Whether `value` looks like a board (the fields the sidebar relies on). */
+export function isBoard(value: unknown): value is Board {
+  return (
+    isObject(value) &&
+    typeof value.seq === 'number' &&
+    Array.isArray(value.sessions) &&
+    Array.isArray(value.groups)
+  );
+}
+
+/** Whether `value` is a reply of the protocol (ok or error). */
+export function isReply(value: unknown): value is Reply {
+  if (!isObject(value)) {
+    return false;
+  }
+  if (value.status === 'ok') {
+    return true;
+  }
+  return (
+    value.status === 'error' &&
+    isObject(value.error) &&
+    typeof value.error.message === 'string'
+  );
+}
+
+/** The comm message in a comm's data, or null if it is not one of ours. */
+export function parseCommMessage(data: unknown): CommMessage | null {
+  if (!isObject(data)) {
+    return null;
+  }
+  if (data.type === 'board' && isBoard(data.board)) {
+    return data as unknown as CommMessage;
+  }
+  if (data.type === 'reply' && isReply(data)) {
+    return data as unknown as CommMessage;
+  }
+  return null;
+}

@@ -1,0 +1,429 @@
+/**
+ * GENERATED from jupyter_spark_sessions/protocol.schema.json (the protocol's
+ * one definition) by json-schema-to-typescript: do not edit. After changing
+ * the schema, run `jlpm generate:protocol`; labextension/test/protocol.test.ts
+ * fails while this file is out of date. The protocol's constants and helpers
+ * are in messages.ts.
+ */
+
+/**
+ * The request protocol of jupyter_spark_sessions, version 1: every message on every channel (control channel, comm, REST relay). The one definition of the protocol: protocol.py enforces it, tests/test_protocol_schema.py checks the kernel's replies and board against it, and labextension/src/protocol.ts is generated from it. docs/protocol.md explains it.
+ */
+export type ProtocolMessage = Request | Reply | CommMessage;
+/**
+ * A request, whatever the channel. Unknown fields are errors.
+ */
+export type Request =
+  | ListRequest
+  | CancelRequest
+  | SubscribeRequest
+  | UnsubscribeRequest
+  | AddRequest;
+/**
+ * The protocol version (a kernel refuses others with unsupported_version).
+ */
+export type Version = 1;
+/**
+ * Any id the client chooses; the reply echoes it.
+ */
+export type RequestId = string | null;
+/**
+ * Cancels job groups: exactly one of groups, session, all.
+ */
+export type CancelRequest =
+  CancelGroupsRequest | CancelSessionRequest | CancelAllRequest;
+/**
+ * A session name, group id, comm id or alias.
+ */
+export type Name = string;
+/**
+ * The comm to (un)subscribe: required on the control channel; on a comm, defaults to that comm.
+ */
+export type CommId = string | null;
+/**
+ * How a file is shipped to a session (Spark's addFile, archive, pyFile).
+ */
+export type AddKind = 'file' | 'archive' | 'pyfile';
+/**
+ * The kernel's answer to one request (on the comm, as a CommReply).
+ */
+export type Reply = OkReply | ErrorReply;
+/**
+ * A success reply; its fields depend on the action.
+ */
+export type OkReply =
+  ListReply | CancelReply | SubscribeReply | UnsubscribeReply | AddReply;
+/**
+ * Marks a reply sent on the comm (absent on the control channel and REST).
+ */
+export type ReplyType = 'reply';
+/**
+ * A group's state as Spark reported it (cancelling: asked, jobs not ended yet).
+ */
+export type GroupState =
+  'running' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled';
+/**
+ * Epoch seconds, or null when unknown or not yet.
+ */
+export type Timestamp = number | null;
+/**
+ * bad_request: not an object, wrong or missing fields; unsupported_version; unknown_action; unknown_group; unknown_session; unknown_comm; failed: valid but could not be carried out; internal_error: a bug. The REST relay adds unknown_kernel (no such kernel) and no_reply (the kernel did not answer).
+ */
+export type ErrorCode =
+  | 'bad_request'
+  | 'unsupported_version'
+  | 'unknown_action'
+  | 'unknown_group'
+  | 'unknown_session'
+  | 'unknown_comm'
+  | 'failed'
+  | 'internal_error'
+  | 'unknown_kernel'
+  | 'no_reply';
+/**
+ * A message the kernel sends on the comm.
+ */
+export type CommMessage = BoardMessage | CommReply;
+/**
+ * A reply on the comm: the reply with "type": "reply".
+ */
+export type CommReply = Reply & {
+  type: 'reply';
+};
+
+/**
+ * Asks for the board.
+ */
+export interface ListRequest {
+  version: Version;
+  action: 'list';
+  request_id?: RequestId;
+}
+/**
+ * Cancels the running jobs of these groups.
+ */
+export interface CancelGroupsRequest {
+  version: Version;
+  action: 'cancel';
+  request_id?: RequestId;
+  /**
+   * 1 to 1000 group ids.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   */
+  groups: Name[];
+}
+/**
+ * Cancels every running job group of a session, and its jobs outside any group.
+ */
+export interface CancelSessionRequest {
+  version: Version;
+  action: 'cancel';
+  request_id?: RequestId;
+  session: Name;
+}
+/**
+ * Cancels the running jobs of every managed session.
+ */
+export interface CancelAllRequest {
+  version: Version;
+  action: 'cancel';
+  request_id?: RequestId;
+  all: true;
+}
+/**
+ * Pushes every board change to a comm.
+ */
+export interface SubscribeRequest {
+  version: Version;
+  action: 'subscribe';
+  request_id?: RequestId;
+  comm_id?: CommId;
+}
+/**
+ * Stops the pushes to a comm.
+ */
+export interface UnsubscribeRequest {
+  version: Version;
+  action: 'unsubscribe';
+  request_id?: RequestId;
+  comm_id?: CommId;
+}
+/**
+ * Adds a file to a session (comm only: it copies files, the control channel must stay free).
+ */
+export interface AddRequest {
+  version: Version;
+  action: 'add';
+  request_id?: RequestId;
+  session: Name;
+  kind: AddKind;
+  /**
+   * Relative to the kernel's working directory, or absolute.
+   */
+  path: string;
+  /**
+   * The name in the session, when not the default (the kernel refuses one for a pyfile).
+   */
+  alias?: string | null;
+}
+/**
+ * The answer to list: the board.
+ */
+export interface ListReply {
+  type?: ReplyType;
+  version: Version;
+  request_id: RequestId;
+  action: 'list';
+  status: 'ok';
+  board: Board;
+}
+/**
+ * Everything the kernel reports, at one moment (BoardSnapshot.to_dict()). Times are epoch seconds.
+ */
+export interface Board {
+  /**
+   * Increases with every change.
+   */
+  seq: number;
+  /**
+   * The last read from Spark.
+   */
+  updated_at: number;
+  sessions: Session[];
+  groups: Group[];
+  /**
+   * Running jobs outside managed groups (the user's own).
+   */
+  other_running_jobs: number;
+  /**
+   * Why Spark's status could not be read ("" when it could).
+   */
+  error: string;
+}
+/**
+ * A registered Spark session.
+ */
+export interface Session {
+  name: string;
+  origin: 'created' | 'adopted';
+  backend: 'classic' | 'connect';
+  /**
+   * Spark's master, or a Connect server's sc://host:port (never its token).
+   */
+  master: string;
+  session_id: string;
+  isolated: boolean;
+  /**
+   * The session's folder on the driver.
+   */
+  directory: string;
+  /**
+   * What keeps the session from working now ("" when nothing does): a stopped context, an unreachable Spark Connect server.
+   */
+  disconnected: string;
+  /**
+   * Files, archives and Python files added to the session, oldest first.
+   */
+  files: SessionFile[];
+  /**
+   * Its jobs (Connect: operations) that have not ended, in any group or none.
+   */
+  running_jobs: number;
+}
+/**
+ * One file added to a session.
+ */
+export interface SessionFile {
+  name: string;
+  kind: AddKind;
+  /**
+   * Bytes.
+   */
+  size: number;
+}
+/**
+ * The jobs of one cell execution in one session.
+ */
+export interface Group {
+  /**
+   * "session:execution_count".
+   */
+  id: string;
+  session: string;
+  execution_count: number;
+  /**
+   * The cell's first line.
+   */
+  description: string;
+  state: GroupState;
+  /**
+   * The cell that owns the group has not ended.
+   */
+  cell_running: boolean;
+  submitted_at: Timestamp;
+  completed_at: Timestamp;
+  cancel_requested_at: Timestamp;
+  tasks: TaskCounts;
+  /**
+   * Tasks of ENDED jobs still stopping on executors.
+   */
+  tasks_still_running: number;
+  jobs: Job[];
+}
+/**
+ * Task counts of a group, job or stage, as Spark's status store reports them.
+ */
+export interface TaskCounts {
+  total: number;
+  active: number;
+  completed: number;
+  failed: number;
+  killed: number;
+  skipped: number;
+}
+/**
+ * One Spark job of a group (for Spark Connect: one operation a cell submitted).
+ */
+export interface Job {
+  id: number;
+  name: string;
+  /**
+   * Spark's: RUNNING, SUCCEEDED, FAILED, UNKNOWN.
+   */
+  status: string;
+  submitted_at: Timestamp;
+  completed_at: Timestamp;
+  tasks: TaskCounts;
+  stage_ids: number[];
+  /**
+   * Why its tasks were killed (a Connect operation interrupted on the server: its OPERATION_CANCELED message).
+   */
+  kill_reasons: string[];
+  /**
+   * Its running stages (running jobs only).
+   */
+  stages: Stage[];
+  /**
+   * Spark Connect: the operation this job stands for ("" for classic jobs).
+   */
+  operation_id: string;
+}
+/**
+ * One running stage of a running job.
+ */
+export interface Stage {
+  id: number;
+  name: string;
+  attempt: number;
+  tasks: TaskCounts;
+}
+/**
+ * The answer to cancel: the groups now cancelling, and why others were not.
+ */
+export interface CancelReply {
+  type?: ReplyType;
+  version: Version;
+  request_id: RequestId;
+  action: 'cancel';
+  status: 'ok';
+  /**
+   * The group ids now cancelling.
+   */
+  cancelling: string[];
+  /**
+   * Why the other groups were not cancelled (no running job), one line each.
+   */
+  messages: string[];
+}
+/**
+ * The answer to subscribe: the comm subscribed, and the board as it is now.
+ */
+export interface SubscribeReply {
+  type?: ReplyType;
+  version: Version;
+  request_id: RequestId;
+  action: 'subscribe';
+  status: 'ok';
+  /**
+   * The comm now subscribed.
+   */
+  comm_id: string;
+  board: Board;
+}
+/**
+ * The answer to unsubscribe.
+ */
+export interface UnsubscribeReply {
+  type?: ReplyType;
+  version: Version;
+  request_id: RequestId;
+  action: 'unsubscribe';
+  status: 'ok';
+  /**
+   * The comm no longer subscribed.
+   */
+  comm_id: string;
+}
+/**
+ * The answer to add: what the session now holds.
+ */
+export interface AddReply {
+  type?: ReplyType;
+  version: Version;
+  request_id: RequestId;
+  action: 'add';
+  status: 'ok';
+  /**
+   * False when the same content was already in the session.
+   */
+  added: boolean;
+  artifact: Artifact;
+}
+/**
+ * A file added to a session, as an add reply reports it.
+ */
+export interface Artifact {
+  /**
+   * Its name in the session.
+   */
+  name: string;
+  kind: AddKind;
+  /**
+   * Bytes of the file added.
+   */
+  size: number;
+  /**
+   * Where the driver keeps it.
+   */
+  path: string;
+}
+/**
+ * A request that was refused or failed: nothing happened.
+ */
+export interface ErrorReply {
+  type?: ReplyType;
+  version: Version;
+  /**
+   * The request's request_id when it was a string, else null.
+   */
+  request_id: string | null;
+  status: 'error';
+  error: ReplyError;
+}
+/**
+ * What went wrong; message is one line, meant for users.
+ */
+export interface ReplyError {
+  code: ErrorCode;
+  message: string;
+}
+/**
+ * Pushed on subscribed comms after every change of the board.
+ */
+export interface BoardMessage {
+  version: Version;
+  type: 'board';
+  board: Board;
+}
