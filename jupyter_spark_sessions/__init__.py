@@ -6,6 +6,7 @@ Load in IPython with ``%load_ext jupyter_spark_sessions``; from plain Python use
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .artifacts import AddResult, Artifact
@@ -84,12 +85,21 @@ def load_ipython_extension(ip: Any) -> None:
     PySpark is imported only when a session is first created."""
     if id(ip) in _loaded:
         return
+    # gRPC's fork handlers run in the child of every fork with a pre-exec hook (how
+    # PySpark launches its JVM): while a Spark Connect call is in flight on another
+    # thread they crash that child ("Check failed: next_worker->state == KICKED"), and
+    # a classic `create` after a Connect session fails with JAVA_GATEWAY_EXITED. The
+    # kernel never uses gRPC across a fork, so the handlers are off (read at import).
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    from .cell_errors import CancelledCellErrors
     from .cell_tagging import CellJobTagging
+    from .interrupt import CellInterrupts
     from .kernel_lifecycle import call_once_at_shutdown
     from .magics import SparkSessionMagics
 
     registry = default_registry(SparkSessionsConfig(parent=ip))
     tagging = CellJobTagging(ip, registry)
+    interrupts = CellInterrupts(ip, registry, CancelledCellErrors(ip))
     ip.register_magics(SparkSessionMagics(ip, registry, tagging))
     kernel = getattr(ip, "kernel", None)
     if kernel is not None:  # in a Jupyter kernel (not a terminal IPython)
@@ -98,13 +108,15 @@ def load_ipython_extension(ip: Any) -> None:
 
         KernelChannels(kernel, RequestHandler(registry, registry.board)).install()
     tagging.register()
+    interrupts.register()  # after tagging: a cell's tags are pushed first
     # Release sessions and stop a context this project started when the kernel exits.
     call_once_at_shutdown(ip, registry.shutdown)
-    _loaded[id(ip)] = tagging
+    _loaded[id(ip)] = (tagging, interrupts)
 
 
 def unload_ipython_extension(ip: Any) -> None:
     """``%unload_ext``: stop tagging cells. Sessions stay registered and usable."""
-    tagging = _loaded.pop(id(ip), None)
-    if tagging is not None:
-        tagging.unregister()
+    hooks = _loaded.pop(id(ip), None)
+    if hooks is not None:
+        for hook in hooks:
+            hook.unregister()

@@ -24,16 +24,18 @@ from .errors import UnknownGroupError, UnknownSessionError
 from .snapshot import (
     FINAL_STATES,
     BoardSnapshot,
+    GroupKey,
     GroupView,
     JobView,
     SessionView,
     TaskCounts,
+    group_id_of,
     group_state,
     operation_view,
 )
 
 if TYPE_CHECKING:
-    from .backends.base import OperationReport, OperationSink, SessionBackend
+    from .backends.base import JobRef, OperationReport, OperationSink, SessionBackend
     from .config import SparkSessionsConfig
 
 log = logging.getLogger(__name__)
@@ -56,21 +58,35 @@ class SessionSource(Protocol):
 
 
 @dataclass
+class _Cell:
+    """A managed cell execution (its jobs may run in several sessions)."""
+
+    description: str = ""
+    depth: int = 0  # > 0 while it runs (a %%spark_session body nests in its cell)
+
+    @property
+    def running(self) -> bool:
+        return self.depth > 0
+
+
+@dataclass
 class _Group:
-    """What the board remembers about one group between polls (producer's state)."""
+    """What the board remembers about one group between polls (producer's state):
+    the jobs of one session started by one cell (``count``), or by no managed cell
+    (``count`` None: the session's background group)."""
 
     session: str
-    execution_count: int
-    description: str = ""
-    cell_running: bool = False
+    count: int | None
     job_ids: list[int] = field(default_factory=list)
     operation_ids: list[str] = field(default_factory=list)
     cancel_requested_at: float | None = None
     cancel_job_ids: frozenset[int] = frozenset()
+    #: Jobs a cancel was sent for (each is sent once; jobs seen later get theirs).
+    cancel_sent: set[JobRef] = field(default_factory=set)
 
     @property
     def id(self) -> str:
-        return job_tags.group_id(self.session, self.execution_count)
+        return group_id_of((self.session, self.count))
 
 
 @dataclass(frozen=True)
@@ -83,11 +99,23 @@ class CancelOutcome:
 
 @dataclass(frozen=True)
 class PendingCancel:
-    """A cancel the producer must make: ``tags`` of ``session`` (None: all its jobs)."""
+    """A cancel the producer must make in ``session``: these jobs (``refs``), every
+    job Spark names as the session's (``whole_session``), the jobs of a thread tag."""
 
     session: str
     backend: SessionBackend
-    tags: tuple[str, ...] | None
+    refs: tuple[JobRef, ...] = ()
+    whole_session: bool = False
+    tag: str | None = None
+
+    def send(self) -> None:
+        """Make the Spark calls (the producer's thread)."""
+        if self.whole_session:
+            self.backend.cancel_session()
+        if self.tag is not None:
+            self.backend.cancel_tag(self.tag)
+        if self.refs:
+            self.backend.cancel_jobs(self.refs)
 
 
 Listener = Callable[[BoardSnapshot], None]
@@ -100,11 +128,11 @@ class JobBoard:
         self.sessions = sessions
         self.config = config
         self._lock = threading.Lock()
+        self._cells: dict[int, _Cell] = {}
         self._groups: dict[str, _Group] = {}
         self._jobs: dict[int, JobView] = {}
         self._operations: dict[str, JobView] = {}  # Spark Connect operations by id
         self._operation_numbers = itertools.count(1)  # shown as a Connect job id
-        self._other_operations: set[str] = set()  # running, outside any managed cell
         self._snapshot = BoardSnapshot(seq=0, updated_at=time.time())
         self._pending_cancels: list[PendingCancel] = []
         self._listeners: dict[Listener, bool] = {}  # listener -> owed a call
@@ -140,19 +168,21 @@ class JobBoard:
     # -- what cells tell the board ---------------------------------------------------
 
     def cell_started(self, session: str, execution_count: int, description: str) -> None:
-        """A cell began running in ``session``: its jobs will form this group."""
+        """A cell began running bound to ``session``: its jobs form the groups
+        ``<session>:<execution_count>`` of whichever sessions run them."""
         with self._lock:
-            group = self._group(session, execution_count)
-            group.description = description
-            group.cell_running = True
+            cell = self._cells.setdefault(execution_count, _Cell())
+            cell.description = cell.description or description
+            cell.depth += 1
+            self._group((session, execution_count))
         self.wake.set()
 
     def cell_finished(self, session: str, execution_count: int) -> None:
         """The cell of that group ended (its background threads may still run jobs)."""
         with self._lock:
-            group = self._groups.get(job_tags.group_id(session, execution_count))
-            if group is not None:
-                group.cell_running = False
+            cell = self._cells.get(execution_count)
+            if cell is not None:
+                cell.depth = max(0, cell.depth - 1)
         self.wake.set()
 
     # -- what backends that report their own operations tell the board (Connect) ----
@@ -162,38 +192,24 @@ class JobBoard:
         return lambda report: self.record_operation(session, report)
 
     def record_operation(self, session: str, report: OperationReport) -> None:
-        """A progress report of one operation of ``session``; its thread's tags name
-        the cell's group (none: an operation outside any managed cell)."""
+        """A progress report of one operation of ``session``, filed under the managed
+        cell its thread runs (or the session's background group)."""
         now = time.time()
-        key = None
-        for tag in report.thread_tags:
-            parsed = job_tags.parse_tag(tag)
-            if parsed is not None and parsed[0] == session and parsed[1] is not None:
-                key = (parsed[0], parsed[1])
         operation_id = report.operation_id
         with self._lock:
-            if key is None:
-                if report.done:
-                    self._other_operations.discard(operation_id)
-                else:
-                    self._other_operations.add(operation_id)
-            else:
-                group = self._group(*key)
-                previous = self._operations.get(operation_id)
-                if previous is None:
-                    group.operation_ids.append(operation_id)
-                self._operations[operation_id] = operation_view(
-                    report,
-                    previous.id if previous else next(self._operation_numbers),
-                    (previous.submitted_at or now) if previous else now,
-                    now if report.done else None,
-                )
+            group = self._group((session, report.thread_cell))
+            previous = self._operations.get(operation_id)
+            if previous is None:
+                group.operation_ids.append(operation_id)
+            self._operations[operation_id] = operation_view(
+                report,
+                previous.id if previous else next(self._operation_numbers),
+                (previous.submitted_at or now) if previous else now,
+                now if report.done else None,
+            )
+            if not report.done:
+                self._cancel_if_requested(group, [self._operations[operation_id]])
         self.wake.set()
-
-    def other_operations(self) -> int:
-        """Running operations outside any managed cell."""
-        with self._lock:
-            return len(self._other_operations)
 
     # -- cancel requests ---------------------------------------------------------------
 
@@ -203,7 +219,8 @@ class JobBoard:
         session: str | None = None,
         everything: bool = False,
     ) -> CancelOutcome:
-        """Ask Spark to cancel groups, a whole session, or every managed session.
+        """Ask Spark to cancel groups, a whole session, or every managed session:
+        exactly the jobs the board shows under them, and those it sees there later.
 
         Returns at once: the producer thread makes the Spark calls, and the groups show
         "cancelling" until Spark reports that their jobs ended. Unknown groups or
@@ -222,40 +239,78 @@ class JobBoard:
         now = time.time()
         cancelling: list[str] = []
         messages: list[str] = []
-        cancels: list[PendingCancel] = []
         with self._lock:
             targets = [snapshot.group(g) for g in group_ids] + [
                 g for g in snapshot.groups if g.session in sessions
             ]
             for view in dict.fromkeys(t for t in targets if t is not None):
-                running = frozenset(j.id for j in view.jobs if j.running)
-                if not running:
+                if not any(j.running for j in view.jobs):
                     if view.id in group_ids:
                         messages.append(f"Group {view.id} has no running job ({view.state}).")
                     continue
-                group = self._groups.get(view.id)
-                if group is not None:
-                    group.cancel_requested_at = now
-                    group.cancel_job_ids = group.cancel_job_ids | running
                 cancelling.append(view.id)
-                if view.session not in sessions:
-                    tag = job_tags.group_tag(view.session, view.execution_count)
-                    cancels += self._cancel_of(view.session, (tag,))
+            for view in dict.fromkeys(t for t in targets if t is not None):
+                group = self._groups.get(view.id)
+                if group is not None and view.id in cancelling:
+                    self._mark_cancelled(group, now)
             for name in sessions:
-                # A whole session: also its jobs outside any cell group.
-                cancels += self._cancel_of(name, None)
+                # Its groups that show no job yet (a cell just started) are cancelled
+                # too, and Spark cancels its SQL jobs the board has not seen.
+                for group in [g for g in self._groups.values() if g.session == name]:
+                    self._mark_cancelled(group, now)
+                self._queue(name, whole_session=True)
             if sessions and not cancelling:
                 messages.append(f"No running job group in {_which(session, everything)}.")
-            self._pending_cancels.extend(cancels)
             self._snapshot = _with_cancelling(snapshot, set(cancelling), now)
         self.wake.set()
         return CancelOutcome(tuple(cancelling), tuple(messages))
 
-    def _cancel_of(self, session: str, tags: tuple[str, ...] | None) -> list[PendingCancel]:
+    def request_interrupt(self, session: str, execution_count: int) -> None:
+        """The kernel's Interrupt during the cell ``execution_count`` bound to
+        ``session``: cancel that cell's jobs in whatever sessions ran them (its thread
+        tag reaches the ones the board has not seen yet), and nothing else."""
+        now = time.time()
+        with self._lock:
+            for group in [g for g in self._groups.values() if g.count == execution_count]:
+                self._mark_cancelled(group, now)
+            self._queue(session, tag=job_tags.group_tag(session, execution_count))
+        self.wake.set()
+
+    def _mark_cancelled(self, group: _Group, now: float) -> None:
+        # Under _lock. The jobs running now, and any seen later, get a cancel.
+        group.cancel_requested_at = group.cancel_requested_at or now
+        jobs = [self._jobs[i] for i in group.job_ids if i in self._jobs] + [
+            self._operations[o] for o in group.operation_ids
+        ]
+        self._cancel_if_requested(group, jobs)
+
+    def _cancel_if_requested(self, group: _Group, jobs: Iterable[JobView]) -> None:
+        # Under _lock: send a cancel for each running job of a cancelled group, once.
+        requested_at = group.cancel_requested_at
+        if requested_at is None:
+            return
+        if group.count is None:  # background: new work of a thread is not cancelled
+            jobs = [j for j in jobs if (j.submitted_at or 0.0) <= requested_at]
+        running = [j for j in jobs if j.running]
+        group.cancel_job_ids = group.cancel_job_ids | {j.id for j in running}  # aimed at
+        refs = [j.operation_id or j.id for j in running]
+        refs = [r for r in refs if r not in group.cancel_sent]
+        if refs:
+            group.cancel_sent.update(refs)
+            self._queue(group.session, refs=tuple(refs))
+
+    def _queue(
+        self,
+        session: str,
+        refs: tuple[JobRef, ...] = (),
+        whole_session: bool = False,
+        tag: str | None = None,
+    ) -> None:
         try:
-            return [PendingCancel(session, self.sessions.backend(session), tags)]
+            backend = self.sessions.backend(session)
         except UnknownSessionError:
-            return []  # stopped meanwhile: `stop` already cancelled its jobs
+            return  # stopped meanwhile: `stop` already cancelled its jobs
+        self._pending_cancels.append(PendingCancel(session, backend, refs, whole_session, tag))
 
     def take_pending_cancels(self) -> list[PendingCancel]:
         """The cancels the producer must make now; empties the queue."""
@@ -269,7 +324,7 @@ class JobBoard:
         """True while something is worth polling fast for: a managed cell runs, a group
         has running jobs, or tasks of ended jobs are winding down."""
         with self._lock:
-            if any(g.cell_running for g in self._groups.values()):
+            if any(c.running for c in self._cells.values()):
                 return True
         return any(not g.finished or g.tasks_still_running for g in self._snapshot.groups)
 
@@ -281,7 +336,7 @@ class JobBoard:
     def update(
         self,
         jobs: Iterable[JobView],
-        keys: dict[int, tuple[str, int]],
+        keys: dict[int, GroupKey],
         other_running_jobs: int,
         sessions: Iterable[SessionView],
         error: str = "",
@@ -292,10 +347,11 @@ class JobBoard:
                 key = keys.get(job.id)
                 if key is None:
                     continue
-                group = self._group(*key)
+                group = self._group(key)
                 if job.id not in group.job_ids:
                     group.job_ids.append(job.id)
                 self._jobs[job.id] = job
+                self._cancel_if_requested(group, [job])
             views = self._retain([self._view(g) for g in self._groups.values()])
             previous = self._snapshot
             snapshot = BoardSnapshot(
@@ -325,11 +381,11 @@ class JobBoard:
 
     # -- internals (under ``_lock``) ---------------------------------------------------
 
-    def _group(self, session: str, execution_count: int) -> _Group:
-        gid = job_tags.group_id(session, execution_count)
+    def _group(self, key: GroupKey) -> _Group:
+        gid = group_id_of(key)
         group = self._groups.get(gid)
         if group is None:
-            group = self._groups[gid] = _Group(session, execution_count)
+            group = self._groups[gid] = _Group(*key)
         return group
 
     def _view(self, group: _Group) -> GroupView:
@@ -340,13 +396,14 @@ class JobBoard:
         submitted = [j.submitted_at for j in jobs if j.submitted_at is not None]
         completed = [j.completed_at for j in jobs if j.completed_at is not None]
         state = group_state(jobs, group.cancel_job_ids, group.cancel_requested_at)
+        cell = self._cells.get(group.count) if group.count is not None else None
         return GroupView(
             id=group.id,
             session=group.session,
-            execution_count=group.execution_count,
-            description=group.description,
+            execution_count=group.count or 0,
+            description=cell.description if cell else _BACKGROUND_DESCRIPTION,
             state=state,
-            cell_running=group.cell_running,
+            cell_running=cell.running if cell else False,
             submitted_at=min(submitted) if submitted else None,
             completed_at=max(completed) if completed and state in FINAL_STATES else None,
             cancel_requested_at=group.cancel_requested_at,
@@ -369,13 +426,21 @@ class JobBoard:
             for operation_id in group.operation_ids:
                 self._operations.pop(operation_id, None)
         # Cells that ran no Spark job leave no group behind.
+        running_cells = {n for n, c in self._cells.items() if c.running}
         for gid in [
             g.id
             for g in self._groups.values()
-            if not g.job_ids and not g.operation_ids and not g.cell_running
+            if not g.job_ids and not g.operation_ids and g.count not in running_cells
         ]:
             del self._groups[gid]
+        counts = {g.count for g in self._groups.values()}
+        for n in [n for n in self._cells if n not in counts and n not in running_cells]:
+            del self._cells[n]
         return [v for v in shown if v.id not in dropped]
+
+
+#: How the board describes a session's jobs that no managed cell started.
+_BACKGROUND_DESCRIPTION = "jobs started outside a cell bound to this session (threads)"
 
 
 def _with_cancelling(snapshot: BoardSnapshot, group_ids: set[str], now: float) -> BoardSnapshot:

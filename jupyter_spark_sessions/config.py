@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from traitlets import Dict, Float, Int, Unicode
+from traitlets import Dict, Enum, Float, Int, Unicode
 from traitlets.config import Configurable
 
 
@@ -102,6 +102,15 @@ class SparkSessionsConfig(Configurable):
     idle_poll_interval = Float(
         2.0,
         help="Seconds between two reads of Spark's job status while no managed job runs.",
+    ).tag(config=True)
+
+    interrupt_cancels = Enum(
+        ["cell", "all"],
+        "cell",
+        help="What the kernel's Interrupt cancels during a cell of a managed session: "
+        "'cell', the Spark jobs that cell started (in whatever sessions), leaving other "
+        "cells' and threads' jobs running; 'all', every job of every managed session "
+        "(PySpark's own behaviour, like `%spark_session cancel --all`).",
     ).tag(config=True)
 
     retained_groups = Int(

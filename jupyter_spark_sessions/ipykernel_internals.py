@@ -45,3 +45,9 @@ def route_comm_messages_to_sender(comm: Any) -> bool:
 
     comm._reply_subshell_for = sender_subshell
     return True
+
+
+def show_error(shell: Any, etype: type[BaseException], text: str) -> None:
+    """Show an error as the cell's output in one line, named ``etype`` (IPython's
+    ``_showtraceback``, which ipykernel sends as the IOPub ``error`` message)."""
+    shell._showtraceback(etype, text, [f"{etype.__name__}: {text}"])

@@ -66,9 +66,30 @@ def parse_tag(tag: str) -> tuple[str, int | None] | None:
     return name, int(count)
 
 
+BACKGROUND = "background"
+
+
+def background_group_id(session_name: str) -> str:
+    """The id of the group of a session's jobs that no managed cell started (a plain
+    thread, a cell bound to another session or to none)."""
+    return f"{session_name}:{BACKGROUND}"
+
+
+# The managed cell each thread runs (session bound, execution count): what a Spark
+# Connect progress report, which carries only its own session's tags, is filed under.
+_CELL = threading.local()
+
+
+def current_cell() -> tuple[str, int] | None:
+    """(session, execution count) of the managed cell the current thread runs, if any."""
+    cell: tuple[str, int] | None = getattr(_CELL, "value", None)
+    return cell
+
+
 @dataclass
 class _Pushed:
     backend: SessionBackend
+    cell: tuple[str, int]
     tags: tuple[str, ...]
     applied: Any = None  # what the backend needs to undo it; None while not applied
 
@@ -95,9 +116,11 @@ class ThreadJobTagger:
         stack = self._stack()
         if stack:
             _remove(stack[-1])
-        pushed = _Pushed(backend, cell_tags(session_name, execution_count))
+        cell = (session_name, execution_count)
+        pushed = _Pushed(backend, cell, cell_tags(*cell))
         stack.append(pushed)
         _add(pushed)
+        _CELL.value = cell
 
     def pop(self) -> None:
         """Undo the last push on the current thread; a no-op when nothing is pushed."""
@@ -105,6 +128,7 @@ class ThreadJobTagger:
         if not stack:
             return
         _remove(stack.pop())
+        _CELL.value = stack[-1].cell if stack else None
         if stack:
             _add(stack[-1])
 

@@ -31,7 +31,7 @@ _BAR_STYLES = {
 FRONTEND_NOTE = (
     "Cancel works while a cell runs in JupyterLab 4.4+ (kernel subshells). In other "
     "frontends a click waits for the running cell: use the JupyterLab sidebar, or the "
-    "kernel's Interrupt (which cancels every job of every session)."
+    "kernel's Interrupt (which cancels the running cell's Spark jobs)."
 )
 
 

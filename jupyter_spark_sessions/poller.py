@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import UnknownSessionError
-from .snapshot import BoardSnapshot, JobView, SessionView, group_key, parse_job, parse_stage
+from .snapshot import BoardSnapshot, JobView, SessionView, job_group, parse_job, parse_stage
 
 if TYPE_CHECKING:
     from .backends.base import JobFeed, SessionBackend
@@ -66,12 +66,9 @@ class BoardPoller:
             self.board.wake.wait(interval)
 
     def poll_once(self) -> BoardSnapshot:
-        """One round: queued cancels, then fresh status (also callable from tests)."""
-        for cancel in self.board.take_pending_cancels():
-            try:
-                cancel.backend.cancel(cancel.tags)
-            except Exception:
-                log.warning("cancelling jobs of session %r failed", cancel.session, exc_info=True)
+        """One round: queued cancels, then fresh status, then the cancels it called
+        for (jobs newly seen in cancelled groups). Also callable from tests."""
+        self._send_cancels()
         backends = self._backends()
         feeds: list[JobFeed] = []
         for backend in backends.values():
@@ -84,19 +81,27 @@ class BoardPoller:
             fed = feed.poll(self.board.settling_job_ids())
             data += fed
             jobs += _with_stages(feed, [parse_job(d) for d in fed])
-        keys = {int(d["jobId"]): k for d in data if (k := group_key(d)) is not None}
-        running = [set(d.get("jobTags", ())) for d in data if d.get("status") == "RUNNING"]
+        by_spark_tag = {b.spark_session_tag: n for n, b in backends.items() if b.spark_session_tag}
+        keys = {int(d["jobId"]): k for d in data if (k := job_group(d, by_spark_tag)) is not None}
+        running = [k for d in data if d.get("status") == "RUNNING" for k in [keys.get(d["jobId"])]]
         sessions = []
         for name, backend in backends.items():
             count = None
             if backend.job_feed() is not None:
-                count = sum(1 for tags in running if tags.intersection(backend.session_tags))
+                count = sum(1 for key in running if key is not None and key[0] == name)
             sessions.append(self.board.sessions.describe(name, count))
-        jobs = [j for j in jobs if j.id in keys]
-        other_jobs = sum(
-            1 for d in data if d.get("status") == "RUNNING" and int(d["jobId"]) not in keys
+        snapshot = self.board.update(
+            [j for j in jobs if j.id in keys], keys, running.count(None), sessions
         )
-        return self.board.update(jobs, keys, other_jobs + self.board.other_operations(), sessions)
+        self._send_cancels()
+        return snapshot
+
+    def _send_cancels(self) -> None:
+        for cancel in self.board.take_pending_cancels():
+            try:
+                cancel.send()
+            except Exception:
+                log.warning("cancelling jobs of session %r failed", cancel.session, exc_info=True)
 
     def _backends(self) -> dict[str, SessionBackend]:
         found = {}

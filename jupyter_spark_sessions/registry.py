@@ -417,6 +417,7 @@ class SessionRegistry:
         managed = self.get(name)
         if managed.origin == "created":
             self.board.request_cancel(session=name)  # before it leaves the registry
+            managed.backend.stopping()
         with self._lock:
             del self._sessions[name]
             self._stopped.add(name)
@@ -464,7 +465,7 @@ class SessionRegistry:
             unreleased = [r.directory for r in self._releases.values() if not r.done]
         created = [m for m in sessions if m.origin == "created"]
         for managed in created:
-            _quietly(managed, "cancelling", lambda m: m.backend.cancel(None))
+            _quietly(managed, "cancelling", _cancel_everything)
         # Each release on its own thread, all bounded by one deadline: a dead Connect
         # server (whose client retries) must not hold up the shutdown.
         deadline = time.monotonic() + self.config.shutdown_timeout
@@ -498,6 +499,12 @@ def _wait_for_jobs_to_end(managed: ManagedSession, timeout: float) -> None:
             log.warning("jobs of session %r still run; releasing it anyway", managed.name)
             return
         time.sleep(0.05)
+
+
+def _cancel_everything(managed: ManagedSession) -> None:
+    # The kernel is going away: also the RDD jobs of the session's cells.
+    managed.backend.cancel_session()
+    managed.backend.cancel_tag(job_tags.session_tag(managed.name))
 
 
 def _release_at_shutdown(managed: ManagedSession, deadline: float) -> None:

@@ -10,7 +10,7 @@ The protocol's ``board`` object is ``BoardSnapshot.to_dict()``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -197,13 +197,43 @@ def parse_stage(data: dict[str, Any]) -> StageView:
     )
 
 
-def group_key(data: dict[str, Any]) -> tuple[str, int] | None:
-    """(session, execution count) of the group a job belongs to, from its tags."""
+GroupKey = tuple[str, "int | None"]  # (session, execution count; None: background)
+
+
+def job_group(data: dict[str, Any], sessions_by_spark_tag: Mapping[str, str]) -> GroupKey | None:
+    """The group of a job: (session, execution count), or None for a job of no managed
+    session.
+
+    Spark's identity is the truth: a SQL job belongs to the session that ran it, named
+    by Spark's session tag (``data["sparkSession"]``, set by the job feed), whatever
+    the thread was bound to; an RDD job, which Spark gives no session, belongs to the
+    session its thread was bound to (``jss:<session>``). The execution count comes from
+    the thread's cell tag; a job without one (a plain thread) is in the session's
+    background group (count None)."""
+    bound: str | None = None
+    count: int | None = None
     for tag in data.get("jobTags", ()):
         parsed = job_tags.parse_tag(str(tag))
-        if parsed is not None and parsed[1] is not None:
-            return parsed[0], parsed[1]
-    return None
+        if parsed is None:
+            continue
+        if parsed[1] is None:
+            bound = parsed[0]
+        else:
+            count = parsed[1]
+            bound = bound or parsed[0]
+    spark_session = str(data.get("sparkSession") or "")
+    session = sessions_by_spark_tag.get(spark_session) if spark_session else bound
+    if session is None:
+        return None
+    return session, count
+
+
+def group_id_of(key: GroupKey) -> str:
+    """The id users see for a group key."""
+    session, count = key
+    if count is None:
+        return job_tags.background_group_id(session)
+    return job_tags.group_id(session, count)
 
 
 def _targeted(job: JobView, cancel_job_ids: frozenset[int], requested_at: float | None) -> bool:

@@ -32,7 +32,7 @@ class FakeBackend:
     def __init__(self, name: str, feed: FakeJobFeed | None = None) -> None:
         self.session = object()
         self.session_id = f"fake-{next(_ids):04d}-0000"
-        self.session_tags: tuple[str, ...] = (f"spark-session-{name}", f"jss:{name}")
+        self.spark_session_tag = f"spark-session-{name}"
         self.feed = feed
         self.calls: list[tuple[Any, ...]] = []
         self.running = 0
@@ -56,8 +56,14 @@ class FakeBackend:
     def watch(self, sink: OperationSink) -> None:
         self.sink = sink
 
-    def cancel(self, tags: tuple[str, ...] | None) -> None:
-        self.calls.append(("cancel", tags))
+    def cancel_jobs(self, refs: tuple[int | str, ...]) -> None:
+        self.calls.append(("cancel", "jobs", refs))
+
+    def cancel_session(self) -> None:
+        self.calls.append(("cancel", "session"))
+
+    def cancel_tag(self, tag: str) -> None:
+        self.calls.append(("cancel", "tag", tag))
 
     def tag_thread(self, tags: tuple[str, ...]) -> tuple[str, ...]:
         self.calls.append(("tag", tags))
@@ -72,6 +78,9 @@ class FakeBackend:
 
     def release(self, quick: bool = False) -> None:
         self.calls.append(("release", quick))
+
+    def stopping(self) -> None:
+        self.calls.append(("stopping",))
 
     def forget(self) -> None:
         self.calls.append(("forget",))

@@ -5,6 +5,7 @@ changes one, this module fails and names the wrapper to fix."""
 from __future__ import annotations
 
 import inspect
+import threading
 from typing import Any
 
 import pytest
@@ -70,3 +71,20 @@ def test_remote_urls_are_checked_and_redacted() -> None:
         with pytest.raises(connect.ConnectError):
             connect.parse_remote(bad)
     assert connect.reachable(connect.parse_remote("sc://localhost:1"), 0.5)
+
+
+def test_active_connect_session_is_a_thread_local_the_client_reads() -> None:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    assert isinstance(ConnectSession.__dict__["_active_session"], threading.local)
+    source = inspect.getsource(ConnectSession.getActiveSession)
+    assert "cls._active_session" in source
+
+
+def test_interrupt_operation_exists_on_connect_sessions() -> None:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    assert list(inspect.signature(ConnectSession.interruptOperation).parameters) == [
+        "self",
+        "op_id",
+    ]

@@ -14,7 +14,7 @@ from jupyter_spark_sessions.backends.base import OperationReport
 from jupyter_spark_sessions.board import JobBoard
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import UnknownGroupError, UnknownSessionError
-from jupyter_spark_sessions.snapshot import BoardSnapshot, group_key, group_state, parse_job
+from jupyter_spark_sessions.snapshot import BoardSnapshot, group_state, job_group, parse_job
 
 
 def job_data(
@@ -60,9 +60,21 @@ class FakeSessions:
         raise AssertionError("the board itself never describes sessions")
 
 
-def pending(board: JobBoard) -> list[tuple[str, tuple[str, ...] | None]]:
-    """(session, tags) of the queued cancels; tags None: every job of the session."""
-    return [(p.session, p.tags) for p in board.take_pending_cancels()]
+def pending(board: JobBoard) -> list[tuple[object, ...]]:
+    """The queued cancels: (session, "jobs", ids), (session, "session") or
+    (session, "tag", tag)."""
+    out: list[tuple[object, ...]] = []
+    for p in board.take_pending_cancels():
+        if p.whole_session:
+            out.append((p.session, "session"))
+        if p.tag is not None:
+            out.append((p.session, "tag", p.tag))
+        if p.refs:
+            out.append((p.session, "jobs", p.refs))
+    return out
+
+
+SPARK_TAGS = {"spark-session-A": "a", "spark-session-B": "b"}
 
 
 def make_board(*names: str, retained: int = 50) -> JobBoard:
@@ -70,7 +82,7 @@ def make_board(*names: str, retained: int = 50) -> JobBoard:
 
 
 def feed(board: JobBoard, *jobs: dict[str, Any]) -> BoardSnapshot:
-    keys = {d["jobId"]: k for d in jobs if (k := group_key(d)) is not None}
+    keys = {d["jobId"]: k for d in jobs if (k := job_group(d, SPARK_TAGS)) is not None}
     return board.update([parse_job(d) for d in jobs if d["jobId"] in keys], keys, 0, [])
 
 
@@ -91,10 +103,24 @@ def test_parse_job_reads_counts_times_and_kill_reasons() -> None:
     assert job.kill_reasons == ("Stage cancelled: x",)
 
 
-def test_group_key_comes_from_this_projects_group_tag_only() -> None:
-    assert group_key(job_data(1, tags=("spark-session-u", "jss:a", "jss:a:12"))) == ("a", 12)
-    assert group_key(job_data(1, tags=("jss:a",))) is None
-    assert group_key(job_data(1, tags=("user-tag",))) is None
+def test_a_jobs_group_is_the_spark_session_that_ran_it_and_the_cell_of_its_thread() -> None:
+    # An RDD job (Spark names no session): the session its thread was bound to.
+    assert job_group(job_data(1, tags=("jss:a", "jss:a:12")), SPARK_TAGS) == ("a", 12)
+    # A SQL job of b run from a cell bound to a: b's, in that cell's group.
+    sql_of_b = job_data(
+        1, tags=("spark-session-B", "jss:a", "jss:a:12"), sparkSession="spark-session-B"
+    )
+    assert job_group(sql_of_b, SPARK_TAGS) == ("b", 12)
+    # A job of b from a plain thread: b's background group.
+    assert job_group(job_data(1, tags=(), sparkSession="spark-session-B"), SPARK_TAGS) == (
+        "b",
+        None,
+    )
+    assert job_group(job_data(1, tags=("jss:a",)), SPARK_TAGS) == ("a", None)
+    # A session nobody registered, from a cell bound to a: not a's.
+    unmanaged = job_data(1, tags=("jss:a", "jss:a:3"), sparkSession="spark-session-X")
+    assert job_group(unmanaged, SPARK_TAGS) is None
+    assert job_group(job_data(1, tags=("user-tag",)), SPARK_TAGS) is None
 
 
 @pytest.mark.parametrize(
@@ -133,7 +159,7 @@ def test_cancel_is_a_request_the_final_state_comes_from_spark() -> None:
     assert outcome.cancelling == ("a:3",)
     assert board.snapshot().group("a:3").state == "cancelling"  # type: ignore[union-attr]
     assert board.snapshot().group("b:4").state == "running"  # type: ignore[union-attr]
-    assert pending(board) == [("a", ("jss:a:3",))]
+    assert pending(board) == [("a", "jobs", (1,))]  # exactly the job it shows
     assert pending(board) == []
     # Spark has not ended the job yet: still cancelling, not cancelled.
     feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))
@@ -174,7 +200,7 @@ def test_cancel_of_a_session_uses_its_tags_and_spares_others() -> None:
     feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))
     outcome = board.request_cancel(session="a")
     assert outcome.cancelling == ("a:3",)
-    assert pending(board) == [("a", None)]
+    assert pending(board) == [("a", "jobs", (1,)), ("a", "session")]
     everything = board.request_cancel(everything=True)
     assert set(everything.cancelling) == {"a:3", "b:4"}
 
@@ -230,6 +256,7 @@ def _report(
         OperationReport(
             operation_id=op,
             thread_tags=frozenset({"jss:c", f"jss:{key[0]}:{key[1]}"} if key else {"jss:c"}),
+            thread_cell=key[1] if key else None,
             stages=((7, 4, completed, done),),
             inflight_tasks=0 if done else 2,
             done=done,
@@ -255,7 +282,7 @@ def test_connect_operations_form_the_cells_group_and_end_as_the_client_saw() -> 
     _report(board, "op-2")
     outcome = board.request_cancel(["c:4"])
     assert outcome.cancelling == ("c:4",)
-    assert pending(board) == [("c", ("jss:c:4",))]
+    assert pending(board) == [("c", "jobs", ("op-2",))]
     canceled = RuntimeError("[OPERATION_CANCELED] Operation has been canceled.")
     snapshot = _report(board, "op-2", done=True, error=canceled)
     group = snapshot.group("c:4")
@@ -271,11 +298,12 @@ def test_connect_failures_and_lost_servers_are_told_apart() -> None:
     snapshot = _report(board, "op-1", done=True, error=failure)
     assert snapshot.group("c:4").state == "failed"  # type: ignore[union-attr]
     assert connect.problem_after(failure, "") == ""  # a failed query: the server is fine
-    _report(board, "op-2", key=None)  # outside any cell group: counted apart
-    assert board.other_operations() == 1
+    snapshot = _report(board, "op-2", key=None)  # outside any managed cell
+    group = snapshot.group("c:background")
+    assert group is not None and group.state == "running" and not group.cell_running
     unavailable = RuntimeError("<_MultiThreadedRendezvous>\n status = StatusCode.UNAVAILABLE")
-    _report(board, "op-2", done=True, error=unavailable, key=None)
-    assert board.other_operations() == 0
+    snapshot = _report(board, "op-2", done=True, error=unavailable, key=None)
+    assert snapshot.group("c:background").state == "failed"  # type: ignore[union-attr]
     problem = connect.problem_after(unavailable, "")
     assert "UNAVAILABLE" in problem
     assert connect.problem_after(failure, problem) == problem  # still unknown: kept

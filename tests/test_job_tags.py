@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from jupyter_spark_sessions.backends import classic
 from jupyter_spark_sessions.backends.classic import ClassicBackend
 from jupyter_spark_sessions.job_tags import (
     ThreadJobTagger,
@@ -54,6 +55,12 @@ class RecordingContext:
 
     def setInterruptOnCancel(self, flag: bool) -> None:
         self.setLocalProperty("spark.job.interruptOnCancel", str(flag).lower())
+
+
+@pytest.fixture(autouse=True)
+def no_jvm_active_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Setting Spark's active session needs a JVM (tests/test_private_apis.py has it).
+    monkeypatch.setattr(classic, "set_active_session", lambda session: (None, None))
 
 
 def on(sc: RecordingContext) -> ClassicBackend:

@@ -15,7 +15,7 @@ from jupyter_spark_sessions.board import JobBoard
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import UnknownSessionError
 from jupyter_spark_sessions.panel import BoardPanel
-from jupyter_spark_sessions.snapshot import SessionView, group_key, parse_job
+from jupyter_spark_sessions.snapshot import SessionView, job_group, parse_job
 
 SENT: list[dict[str, Any]] = []
 
@@ -51,7 +51,7 @@ SESSION = SessionView("a", "created", "classic", "local[2]", "u-1", True, "/tmp/
 def feed(board: JobBoard, status: str) -> None:
     data = {"jobId": 1, "status": status, "jobTags": ["jss:a", "jss:a:3"], "numTasks": 4}
     data["numCompletedTasks"] = 1
-    key = group_key(data)
+    key = job_group(data, {})
     assert key is not None
     board.update([parse_job(data)], {1: key}, 0, [SESSION])
 
@@ -75,7 +75,7 @@ def test_panel_shows_a_running_group_and_its_cancel_records_a_request() -> None:
     assert any("running" in s.get("value", "") for s in sent_states(row.label.comm.comm_id))
 
     row.cancel.click()  # what a click handled on any thread does
-    assert [(p.session, p.tags) for p in board.take_pending_cancels()] == [("a", ("jss:a:3",))]
+    assert [(p.session, p.refs) for p in board.take_pending_cancels()] == [("a", (1,))]
     feed(board, "RUNNING")
     assert "cancelling" in row.label.value and row.cancel.disabled
     assert "Cancel requested: a:3" in panel.notice.value

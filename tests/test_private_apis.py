@@ -186,3 +186,87 @@ def test_thread_artifact_state_runs_rdd_jobs_in_a_sessions_files(root: Any, tmp_
             classic.restore_thread_artifact_state(sc, previous)
         assert classic._artifact_state_holder(sc).get().isEmpty(), "restored"
     assert classic.artifact_state(root) is None, "the root session is not isolated"
+
+
+def test_cancel_job_cancels_one_job_by_id(root: Any) -> None:
+    import threading
+
+    sc = root.sparkContext
+    errors: list[str] = []
+
+    def run() -> None:
+        sc.setJobGroup("cancel-job-probe", "probe", interruptOnCancel=True)
+        try:
+            sc.parallelize(range(2), 2).map(lambda x: __import__("time").sleep(60)).count()
+        except Exception as exc:
+            errors.append(str(exc))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not sc.statusTracker().getJobIdsForGroup("cancel-job-probe"):
+        assert time.monotonic() < deadline, "the probe job never started"
+        time.sleep(0.05)
+    (job_id,) = sc.statusTracker().getJobIdsForGroup("cancel-job-probe")
+    classic.cancel_job(sc, job_id)
+    thread.join(30)
+    assert errors and "cancelled" in errors[0].lower()
+
+
+def test_active_session_is_set_in_the_jvm_and_in_pyspark_and_restored(root: Any) -> None:
+    from pyspark.sql import SparkSession
+
+    session = classic.new_isolated_session(root, {})
+    before = SparkSession.getActiveSession()
+    applied = classic.set_active_session(session)
+    active = SparkSession.getActiveSession()
+    assert active is session
+    assert SparkSession.active() is session
+    classic.restore_active_session(root.sparkContext, *applied)
+    assert SparkSession.getActiveSession() is before
+
+
+def test_pyspark_reads_its_api_flavour_from_the_variable_we_set() -> None:
+    from pyspark.sql.utils import is_remote
+
+    from jupyter_spark_sessions.backends import api_flavour
+
+    previous = api_flavour.use(connect=True)
+    try:
+        assert is_remote() is True
+        api_flavour.use(connect=False)
+        assert is_remote() is False
+    finally:
+        api_flavour.restore(previous)
+
+
+def test_pyspark_daemon_can_be_replaced_and_our_daemon_leaves_the_kernels_group() -> None:
+    # Spark runs `python -m <spark.python.daemon.module>`; ours calls pyspark's manager.
+    import inspect
+
+    from pyspark import daemon
+
+    assert callable(daemon.manager)
+    assert "spark.python.daemon.module" in classic.LOCAL_CONTEXT_DEFAULTS
+    source = inspect.getsource(daemon.worker)
+    assert "signal.signal(SIGINT, signal.default_int_handler)" in source, (
+        "PySpark's workers no longer die on SIGINT: spark_daemon may not be needed"
+    )
+
+
+def test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group(
+    root: Any,
+) -> None:
+    import os
+
+    from pyspark.sql.functions import udf
+
+    # A Python UDF starts the worker daemon (in an isolated session: RDD jobs without one
+    # would fetch the same-named files other tests added to sessions, and fail).
+    session = classic.new_isolated_session(root, {})
+    session.range(2).select(udf(lambda x: x, "long")("id")).collect()
+    kernel_group = os.getpgid(0)
+    jvm = psutil.Process(classic.gateway_process().pid)  # type: ignore[union-attr]
+    daemons = [p for p in jvm.children(recursive=True) if "spark_daemon" in " ".join(p.cmdline())]
+    assert daemons, "the context does not run jupyter_spark_sessions.spark_daemon"
+    assert all(os.getpgid(p.pid) != kernel_group for p in daemons)

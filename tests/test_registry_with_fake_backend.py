@@ -15,7 +15,14 @@ from jupyter_spark_sessions.registry import SessionRegistry
 
 def job(job_id: int, session: str, cell: int, status: str = "RUNNING") -> dict[str, object]:
     tags = [f"spark-session-{session}", f"jss:{session}", f"jss:{session}:{cell}"]
-    return {"jobId": job_id, "status": status, "jobTags": tags, "numTasks": 2, "stageIds": []}
+    return {
+        "jobId": job_id,
+        "status": status,
+        "jobTags": tags,
+        "sparkSession": tags[0],  # what the classic feed adds: the Spark session's tag
+        "numTasks": 2,
+        "stageIds": [],
+    }
 
 
 @pytest.fixture
@@ -46,7 +53,7 @@ def test_a_group_cancel_reaches_only_its_sessions_backend(registry: SessionRegis
     assert outcome.cancelling == ("a:3",)
     assert a.called("cancel") == [] and b.called("cancel") == []  # a request, not a call
     poll(registry)
-    assert a.called("cancel") == [("cancel", ("jss:a:3",))]
+    assert a.called("cancel") == [("cancel", "jobs", (1,))]
     assert b.called("cancel") == []
     feed.jobs[1] = job(1, "a", 3, status="FAILED")
     poll(registry)
@@ -71,7 +78,7 @@ def test_stop_cancels_then_releases_a_created_session_only(registry: SessionRegi
     created.running = 1
     release = registry.stop("mine")
     poll(registry)  # the cancel the stop requested
-    assert created.called("cancel") == [("cancel", None)]
+    assert created.called("cancel") == [("cancel", "session")]
     assert not release.wait(0.3)  # its job still runs: not released yet
     created.running = 0
     assert release.wait(5) and release.error is None
@@ -103,6 +110,6 @@ def test_shutdown_releases_created_sessions_quickly(registry: SessionRegistry) -
     registry.register("mine", created, "created", isolated=True)
     registry.register("theirs", adopted, "adopted", isolated=True)
     registry.shutdown()
-    assert created.called("cancel") == [("cancel", None)]
+    assert created.called("cancel") == [("cancel", "session"), ("cancel", "tag", "jss:mine")]
     assert created.called("release") == [("release", True)]
     assert adopted.called("release") == [] and adopted.called("cancel") == []

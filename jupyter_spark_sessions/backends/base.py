@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 BackendKind = Literal["classic", "connect"]
+#: A job as its backend names it: a Spark job id, or a Connect operation id.
+JobRef = int | str
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class OperationReport:
     failed: bool = False
     #: Why Spark cancelled it ("" when it was not cancelled).
     cancel_reason: str = ""
+    #: The execution count of the managed cell the running thread belongs to (None:
+    #: no managed cell, e.g. a plain thread).
+    thread_cell: int | None = None
 
 
 #: Where a backend that reports its own operations (Connect) sends them.
@@ -59,9 +64,9 @@ class SessionBackend(Protocol):
     session: Any
     #: Spark's id of the session (classic: its UUID; Connect: the server's session id).
     session_id: str
-    #: Tags on every job of the session in a ``JobFeed`` (Spark's own session tag and
-    #: this project's); a job carrying one belongs to the session.
-    session_tags: tuple[str, ...]
+    #: The tag Spark itself puts on every SQL job of this session, whatever thread
+    #: runs it (classic: ``spark-session-<uuid>``; "" when Spark lists no jobs).
+    spark_session_tag: str
 
     def where(self) -> str:
         """The master URL, or the Connect server's address (never a token)."""
@@ -91,14 +96,26 @@ class SessionBackend(Protocol):
         backends whose jobs the board polls)."""
         ...
 
-    def cancel(self, tags: tuple[str, ...] | None) -> None:
-        """Ask Spark to cancel the jobs carrying any of ``tags``, or (None) every job of
-        the session. Returns at once; the outcome is observed, not reported here."""
+    def cancel_jobs(self, refs: tuple[JobRef, ...]) -> None:
+        """Ask Spark to cancel these jobs of the session (job ids; Connect: operation
+        ids). Each cancel returns at once; the outcome is observed, not reported here."""
+        ...
+
+    def cancel_session(self) -> None:
+        """Ask Spark to cancel every job of the session that Spark can name as its own
+        (classic: its SQL jobs from any thread; Connect: all its operations)."""
+        ...
+
+    def cancel_tag(self, tag: str) -> None:
+        """Ask Spark to cancel the jobs carrying this thread tag, in any session that
+        the tag reached (classic: the whole context; Connect: this session)."""
         ...
 
     def tag_thread(self, tags: tuple[str, ...]) -> Any:
-        """Tag the jobs the current thread starts in this session; returns what
-        ``untag_thread`` needs to undo it (restoring the thread's previous state)."""
+        """Bind the current thread to this session: tag the jobs it starts, make the
+        session Spark's active one (``SparkSession.getActiveSession()``) and pick
+        PySpark's matching API flavour. Returns what ``untag_thread`` needs to restore
+        the thread's previous state."""
         ...
 
     def untag_thread(self, applied: Any) -> None:
@@ -113,6 +130,11 @@ class SessionBackend(Protocol):
     def release(self, quick: bool = False) -> None:
         """Free what the session holds in Spark (a created session, once its jobs
         ended). ``quick``: at kernel shutdown, only what outlives the kernel."""
+        ...
+
+    def stopping(self) -> None:
+        """The session is being stopped: if it is the current thread's active session,
+        it no longer is (libraries asking Spark must not get a session about to go)."""
         ...
 
     def forget(self) -> None:

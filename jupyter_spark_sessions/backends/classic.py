@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
 from ..job_tags import session_tag
-from .base import BackendKind, OperationSink
+from . import api_flavour
+from .base import BackendKind, JobRef, OperationSink
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -75,9 +77,13 @@ def start_context(master: str, app_name: str, conf: Mapping[str, str]) -> SparkS
     # and the user's packages; an explicit setting by the user wins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**OWNED_CONTEXT_DEFAULTS, **conf}.items():
+    defaults = dict(OWNED_CONTEXT_DEFAULTS)
+    if master.startswith("local"):  # executors run this interpreter, with this package
+        defaults.update(LOCAL_CONTEXT_DEFAULTS)
+    for key, value in {**defaults, **conf}.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with api_flavour.classic():
+        return builder.getOrCreate()
 
 
 def root_session(sc: SparkContext) -> SparkSession:
@@ -215,6 +221,55 @@ def active_job_ids(sc: SparkContext, tags: Iterable[str]) -> set[int]:
     return tagged & set(sc.statusTracker().getActiveJobsIds())
 
 
+def cancel_job(sc: SparkContext, job_id: int) -> None:
+    """Ask Spark to cancel one job (PySpark wraps no ``cancelJob``)."""
+    sc._jsc.sc().cancelJob(job_id)  # private: the JVM SparkContext
+
+
+def set_active_session(session: SparkSession) -> tuple[Any, Any]:
+    """Make ``session`` the active one of the current thread: in the JVM (per thread;
+    what Spark's own code reads) and in PySpark (``SparkSession._activeSession``, which
+    ``getActiveSession()`` returns; one per process). Returns what was active before,
+    for ``restore_active_session``."""
+    from pyspark.sql import SparkSession
+
+    jclass = SparkSession._get_j_spark_session_class(session.sparkContext._jvm)  # private
+    before = jclass.getActiveSession()  # a scala Option
+    python_before = SparkSession._activeSession  # private
+    jclass.setActiveSession(session._jsparkSession)
+    SparkSession._activeSession = session
+    return before, python_before
+
+
+def restore_active_session(sc: SparkContext, before: Any, python_before: Any) -> None:
+    """Undo ``set_active_session`` on the current thread."""
+    from pyspark.sql import SparkSession
+
+    if before is None:
+        return
+    jclass = SparkSession._get_j_spark_session_class(sc._jvm)  # private
+    if before.isDefined():
+        jclass.setActiveSession(before.get())
+    else:
+        jclass.clearActiveSession()
+    SparkSession._activeSession = python_before
+
+
+def clear_active_session(session: SparkSession) -> None:
+    """If ``session`` is the active session, make the context's default one active."""
+    from pyspark.sql import SparkSession
+
+    if SparkSession._activeSession is not session:  # private
+        return
+    default = SparkSession._instantiatedSession  # private
+    jclass = SparkSession._get_j_spark_session_class(session.sparkContext._jvm)  # private
+    if default is not None and default is not session:
+        jclass.setActiveSession(default._jsparkSession)
+    else:
+        jclass.clearActiveSession()
+    SparkSession._activeSession = default
+
+
 def close_artifacts(session: SparkSession) -> None:
     """Remove the session's files from the file server and its artifact folder."""
     session._jsparkSession.artifactManager().close()  # private
@@ -253,6 +308,14 @@ OWNED_CONTEXT_DEFAULTS = {
     # events of a burst can stay unwritten until the next executor heartbeat (10s).
     "spark.ui.liveUpdate.period": "0ms",
     "spark.ui.showConsoleProgress": "false",
+}
+
+
+#: Added for local masters (``local[...]``, ``local-cluster[...]``), whose Python
+#: workers run the kernel's interpreter: keep them out of the kernel's process group,
+#: so that an Interrupt reaches only the interrupted cell's tasks (``spark_daemon``).
+LOCAL_CONTEXT_DEFAULTS = {
+    "spark.python.daemon.module": "jupyter_spark_sessions.spark_daemon",
 }
 
 
@@ -358,6 +421,9 @@ class _ThreadTags:
     tags: tuple[str, ...]
     interrupt_before: str | None = None
     state_before: Any = None  # the thread's artifact state before (None: unchanged)
+    active_before: Any = None  # Spark's active session of the thread before (JVM)
+    python_active_before: Any = None  # PySpark's process-wide active session before
+    flavour_before: str | None = None  # SPARK_CONNECT_MODE_ENABLED before
 
 
 class ClassicBackend:
@@ -368,9 +434,10 @@ class ClassicBackend:
     def __init__(self, session: SparkSession, name: str, isolated: bool) -> None:
         self.session = session
         self.session_id = session_uuid(session)
+        self.spark_session_tag = session_job_tag(session)
         #: Together they cover every job of the session: Spark's own session tag (SQL
-        #: jobs from any thread) and this project's (every job run from its cells).
-        self.session_tags: tuple[str, ...] = (session_job_tag(session), session_tag(name))
+        #: jobs from any thread) and this project's (RDD jobs of its bound cells).
+        self.session_tags = (self.spark_session_tag, session_tag(name))
         # What a cell's RDD jobs run in: the session's JVM artifact state (its files, as
         # for its queries). Fixed for the session's life: read once.
         self._artifact_state = artifact_state(session) if isolated else None
@@ -403,11 +470,18 @@ class ClassicBackend:
     def watch(self, sink: OperationSink) -> None:
         """Nothing to do: the board polls the context's status store."""
 
-    def cancel(self, tags: tuple[str, ...] | None) -> None:
+    def cancel_jobs(self, refs: tuple[JobRef, ...]) -> None:
         sc = self.sc
-        if context_is_stopped(sc):
-            return
-        for tag in self.session_tags if tags is None else tags:
+        if not context_is_stopped(sc):
+            for job_id in refs:
+                cancel_job(sc, int(job_id))
+
+    def cancel_session(self) -> None:
+        self.cancel_tag(self.spark_session_tag)
+
+    def cancel_tag(self, tag: str) -> None:
+        sc = self.sc
+        if not context_is_stopped(sc):
             sc.cancelJobsWithTag(tag)
 
     def tag_thread(self, tags: tuple[str, ...]) -> _ThreadTags:
@@ -421,6 +495,8 @@ class ClassicBackend:
         sc.setInterruptOnCancel(True)
         if self._artifact_state is not None:
             applied.state_before = set_thread_artifact_state(sc, self._artifact_state)
+        applied.active_before, applied.python_active_before = set_active_session(self.session)
+        applied.flavour_before = api_flavour.use(connect=False)
         return applied
 
     def untag_thread(self, applied: _ThreadTags) -> None:
@@ -433,6 +509,8 @@ class ClassicBackend:
         if applied.state_before is not None:
             restore_thread_artifact_state(sc, applied.state_before)
             applied.state_before = None
+        restore_active_session(sc, applied.active_before, applied.python_active_before)
+        api_flavour.restore(applied.flavour_before)
 
     def add_artifact(self, remote_path: str, staged: Path, fragment: str | None) -> None:
         add_session_artifact(self.session, remote_path, str(staged), fragment)
@@ -445,13 +523,18 @@ class ClassicBackend:
             drop_temp_views(self.session)
         close_artifacts(self.session)
 
+    def stopping(self) -> None:
+        if not context_is_stopped(self.sc):
+            clear_active_session(self.session)
+
     def forget(self) -> None:
         """Nothing to undo: an adopted classic session is only unregistered."""
 
 
 def create(root: SparkSession, name: str, conf: Mapping[str, str]) -> ClassicBackend:
     """A new isolated session ``name`` on ``root``'s context (``new_isolated_session``)."""
-    return ClassicBackend(new_isolated_session(root, conf), name, isolated=True)
+    with api_flavour.classic():
+        return ClassicBackend(new_isolated_session(root, conf), name, isolated=True)
 
 
 def check_adoptable(obj: object, what: str) -> None:
@@ -472,6 +555,9 @@ def adopt(obj: object, name: str, what: str) -> tuple[ClassicBackend, bool]:
 
 
 _FEEDS: dict[str, ContextJobFeed] = {}
+# Spark's tag on every SQL job of a session (``sessionJobTag``); the tags of
+# ``SparkSession.addTag`` extend it with ``-thread-...`` and are not a session's.
+_SESSION_TAG = re.compile(r"spark-session-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
 
 
 class ContextJobFeed:
@@ -501,7 +587,11 @@ class ContextJobFeed:
         ended = (self._last_running | set(range(self._last_total, total))) - running_ids
         wanted = sorted(ended | set(also))[-_MAX_ENDED_PER_POLL:]
         self._last_total, self._last_running = total, running_ids
-        return running + [d for d in map(reader.job, wanted) if d is not None]
+        jobs = running + [d for d in map(reader.job, wanted) if d is not None]
+        for data in jobs:  # the session Spark ran it in (SQL jobs only)
+            tags = (str(t) for t in data.get("jobTags", ()))
+            data["sparkSession"] = next((t for t in tags if _SESSION_TAG.fullmatch(t)), "")
+        return jobs
 
     def running_stages(self, stage_ids: Iterable[int]) -> list[dict[str, Any]]:
         wanted = sorted(set(self._reader.active_stage_ids()) & set(stage_ids))

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
-from ..job_tags import session_tag
-from .base import BackendKind, OperationReport, OperationSink
+from ..job_tags import current_cell
+from . import api_flavour
+from .base import BackendKind, JobRef, OperationReport, OperationSink
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
@@ -327,6 +328,30 @@ def interrupt(session: ConnectSession, tags: Iterable[str] | None) -> list[str]:
     return interrupted
 
 
+def interrupt_operation(session: ConnectSession, operation_id: str | int) -> list[str]:
+    """Interrupt one operation of the session; the ids the server interrupted."""
+    return list(session.interruptOperation(str(operation_id)))
+
+
+def set_active_session(session: ConnectSession) -> Any:
+    """Make ``session`` the current thread's active Connect session (what
+    ``SparkSession.getActiveSession()`` and Connect's ``udf()`` read); returns the
+    previous one for ``restore_active_session``."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    holder = ConnectSession._active_session  # private: a threading.local
+    before = getattr(holder, "session", None)
+    holder.session = session
+    return before
+
+
+def restore_active_session(before: Any) -> None:
+    """Undo ``set_active_session`` on the current thread."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    ConnectSession._active_session.session = before  # private
+
+
 def add_artifact(
     session: ConnectSession, remote_path: str, staged: Path, fragment: str | None
 ) -> None:
@@ -446,26 +471,6 @@ def error_line(error: BaseException) -> str:
     return type(error).__name__
 
 
-def interrupt_in_background(
-    session: ConnectSession,
-    tags: Iterable[str] | None,
-    on_done: Callable[[list[str], BaseException | None], None],
-) -> threading.Thread:
-    """``interrupt`` on its own thread: a slow or dead server must not stall the caller
-    (the job board's producer)."""
-    tags = None if tags is None else list(tags)
-
-    def run() -> None:
-        try:
-            on_done(interrupt(session, tags), None)
-        except Exception as exc:
-            on_done([], exc)
-
-    thread = threading.Thread(target=run, name="jss-connect-interrupt", daemon=True)
-    thread.start()
-    return thread
-
-
 def create(
     endpoint: Endpoint,
     name: str,
@@ -518,9 +523,7 @@ class ConnectBackend:
     ) -> None:
         self.session = session
         self.session_id = session_id(session)
-        self.session_tags: tuple[str, ...] = (
-            session_tag(name),
-        )  # Connect lists no jobs: never in a feed
+        self.spark_session_tag = ""  # Connect lists no jobs: the session reports them
         self.endpoint = endpoint
         self._recheck_seconds = recheck_seconds
         self._lock = threading.Lock()
@@ -574,6 +577,7 @@ class ConnectBackend:
                 else:
                     self._running.add(operation_id)
             cancelled = done and is_cancellation(error)
+            cell = current_cell()
             sink(
                 OperationReport(
                     operation_id=operation_id,
@@ -583,6 +587,7 @@ class ConnectBackend:
                     done=done,
                     failed=error is not None,
                     cancel_reason=error_line(error) if cancelled and error else "",
+                    thread_cell=cell[1] if cell else None,
                 )
             )
 
@@ -591,21 +596,35 @@ class ConnectBackend:
     def _note(self, error: BaseException | None) -> None:
         self._problem = problem_after(error, self._problem)
 
-    def cancel(self, tags: tuple[str, ...] | None) -> None:
+    def cancel_jobs(self, refs: tuple[JobRef, ...]) -> None:
+        self._interrupt(lambda: [i for ref in refs for i in interrupt_operation(self.session, ref)])
+
+    def cancel_session(self) -> None:
+        self._interrupt(lambda: interrupt(self.session, None))
+
+    def cancel_tag(self, tag: str) -> None:
+        self._interrupt(lambda: interrupt(self.session, [tag]))
+
+    def _interrupt(self, call: Callable[[], list[str]]) -> None:
         # Off this thread: a server that does not answer must not stall the caller.
-        def done(_: list[str], error: BaseException | None) -> None:
-            if error is not None:
+        def run() -> None:
+            try:
+                call()
+            except Exception as exc:
                 with self._lock:
-                    self._note(error)
+                    self._note(exc)
 
-        interrupt_in_background(self.session, tags, done)
+        threading.Thread(target=run, name="jss-connect-interrupt", daemon=True).start()
 
-    def tag_thread(self, tags: tuple[str, ...]) -> tuple[str, ...]:
+    def tag_thread(self, tags: tuple[str, ...]) -> tuple[tuple[str, ...], Any, str | None]:
         add_tags(self.session, tags)
-        return tags
+        return tags, set_active_session(self.session), api_flavour.use(connect=True)
 
-    def untag_thread(self, applied: tuple[str, ...]) -> None:
-        remove_tags(self.session, applied)
+    def untag_thread(self, applied: tuple[tuple[str, ...], Any, str | None]) -> None:
+        tags, active_before, flavour_before = applied
+        remove_tags(self.session, tags)
+        restore_active_session(active_before)
+        api_flavour.restore(flavour_before)
 
     def add_artifact(self, remote_path: str, staged: Path, fragment: str | None) -> None:
         add_artifact(self.session, remote_path, staged, fragment)
@@ -613,6 +632,12 @@ class ConnectBackend:
     def release(self, quick: bool = False) -> None:
         self.forget()
         release(self.session)
+
+    def stopping(self) -> None:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        if getattr(ConnectSession._active_session, "session", None) is self.session:
+            restore_active_session(None)
 
     def forget(self) -> None:
         unregister_progress(self.session, self._handler)

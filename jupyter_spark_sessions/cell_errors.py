@@ -1,0 +1,89 @@
+"""How a cell whose Spark jobs were cancelled ends: one line a user can read.
+
+A cancel (the sidebar, the panel, ``cancel``, the REST relay, the kernel's Interrupt)
+makes the cell's Spark call fail with a Java or gRPC error of a hundred lines, the line
+that matters buried in it. For those errors the cell shows that line only (Spark's own
+``[SPARK_JOB_CANCELLED] ...`` / ``[OPERATION_CANCELED] ...``) and ends with
+``KeyboardInterrupt`` when the kernel's Interrupt caused it. Every other error keeps
+its traceback; ``%tb`` still shows the full one of a cancelled cell.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from . import ipykernel_internals
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+_MARKS = ("SPARK_JOB_CANCELLED", "OPERATION_CANCELED")
+
+
+def cancellation_line(error: BaseException) -> str | None:
+    """Spark's one line saying the job or operation was cancelled, if ``error`` is
+    (or was caused by) a cancellation; None for any other error."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for line in str(current).splitlines():
+            line = line.strip()
+            if any(mark in line for mark in _MARKS):
+                start = min(line.find(mark) for mark in _MARKS if mark in line)
+                return line[max(0, line.rfind("[", 0, start + 1)) :][:300]
+        current = current.__cause__ or current.__context__
+    return None
+
+
+class CancelledCellErrors:
+    """The shell's handler for errors of Spark calls (``set_custom_exc``)."""
+
+    def __init__(self, shell: InteractiveShell) -> None:
+        self.shell = shell
+        self.installed = False
+        #: Set by the Interrupt handler while it cancels the running cell.
+        self.interrupted: str | None = None
+
+    def install(self) -> None:
+        """Handle Spark's errors from now on (needs pyspark: called at the first
+        session, not at ``%load_ext``)."""
+        if self.installed:
+            return
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+
+        self.shell.set_custom_exc(  # type: ignore[no-untyped-call]
+            (Py4JJavaError, PySparkException), self._handle
+        )
+        self.installed = True
+
+    def _handle(
+        self,
+        shell: Any,
+        etype: type[BaseException],
+        value: BaseException,
+        tb: TracebackType | None,
+        tb_offset: int | None = None,
+    ) -> Any:
+        line = cancellation_line(value)
+        if line is None:  # a real failure: its whole traceback, as IPython shows it
+            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+            return None
+        sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %tb
+        if self.interrupted is not None:
+            text = f"{line} (Interrupt: {self.interrupted})"
+            ipykernel_internals.show_error(shell, KeyboardInterrupt, text)
+        else:
+            ipykernel_internals.show_error(shell, etype, line)
+        return None
+
+    def ended(self, result: Any) -> None:
+        """After the cell: an interrupted cell whose Spark call failed because of the
+        cancel ends with KeyboardInterrupt (the kernel's reply names it)."""
+        interrupted, self.interrupted = self.interrupted, None
+        error = getattr(result, "error_in_exec", None)
+        if interrupted is not None and error is not None and cancellation_line(error):
+            result.error_in_exec = KeyboardInterrupt(interrupted)
