@@ -87,6 +87,8 @@ def load_ipython_extension(ip: Any) -> None:
     from .magics import SparkSessionMagics
 
     registry = default_registry(SparkSessionsConfig(parent=ip))
+    # Folders that killed kernels left behind (their shutdown never ran) go now.
+    registry.config.remove_dead_kernel_folders()
     tagging = CellJobTagging(ip, registry)
     ip.register_magics(SparkSessionMagics(ip, registry, tagging))
     kernel = getattr(ip, "kernel", None)

@@ -336,6 +336,7 @@ class SessionRegistry:
                 raise SessionNameError(f"A session named '{name}' already exists.")
             self._reserved.add(name)
         try:
+            self.config.resolved_session_root()  # an unsafe root is refused before any work
             yield
         finally:
             with self._lock:
@@ -394,8 +395,7 @@ class SessionRegistry:
     ) -> ManagedSession:
         is_connect = connect.is_connect_session(session)
         session_id = connect.session_id(session) if is_connect else classic.session_uuid(session)
-        directory = Path(self.config.resolved_session_root()) / f"{name}-{session_id[:8]}"
-        directory.mkdir(mode=0o700, parents=True, exist_ok=False)
+        directory = self.config.kernel_root().make_dir(f"{name}-{session_id[:8]}")
 
         def register(remote: str, staged: Path, fragment: str | None) -> None:
             if is_connect:
@@ -579,7 +579,7 @@ class SessionRegistry:
         server, self._connect_server = self._connect_server, None
         if server is not None:
             server.stop(timeout=1.0)
-        _remove_directory(Path(self.config.resolved_session_root()), only_if_empty=True)
+        self.config.remove_session_roots()
         # The kernel now terminates its children: let the JVM be reaped when it dies.
         reap_when_it_exits(classic.gateway_process())
 
