@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import ConnectError, NotASparkSessionError
+from ..session_root import open_private
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
@@ -155,7 +156,7 @@ class LocalConnectServer:
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
         }
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self._log_path, "wb") as log_file:
+        with open_private(self._log_path) as log_file:  # in the kernel's folder: no link
             self._process = subprocess.Popen(
                 command,
                 env=env,
