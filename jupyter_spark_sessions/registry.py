@@ -143,6 +143,7 @@ class SessionInfo:
     running_jobs: int
     isolated: bool
     context_running: bool
+    ui_url: str | None = None  # the Spark UI of a classic session's context, if on
 
 
 class Release:
@@ -246,6 +247,7 @@ class SessionRegistry:
             running_jobs=jobs,
             isolated=managed.isolated,
             context_running=running,
+            ui_url=classic.ui_url(managed.sc) if running and not managed.is_connect else None,
         )
 
     def list(self) -> list[SessionInfo]:

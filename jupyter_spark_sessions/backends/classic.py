@@ -12,7 +12,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
@@ -69,10 +70,41 @@ def start_context(master: str, app_name: str, conf: Mapping[str, str]) -> SparkS
     # Executors' Python workers must run the kernel's interpreter, which has pyarrow
     # and the user's packages; an explicit setting by the user wins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # A SPARK_LOCAL_IP of the user's says where Spark binds: it wins, as context_conf does.
+    loopback = is_local_master(master) and "SPARK_LOCAL_IP" not in os.environ
+    defaults = {**OWNED_CONTEXT_DEFAULTS, **(LOCAL_MASTER_DEFAULTS if loopback else {})}
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**OWNED_CONTEXT_DEFAULTS, **conf}.items():
+    for key, value in {**defaults, **conf}.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with _jvm_on_loopback(loopback):
+        return builder.getOrCreate()
+
+
+def is_local_master(master: str) -> bool:
+    """True for a master whose executors all run on this machine (local, local-cluster)."""
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+@contextmanager
+def _jvm_on_loopback(loopback: bool) -> Iterator[None]:
+    # Spark's UI binds to SPARK_LOCAL_IP, else to every interface; no setting moves it.
+    # PySpark copies os.environ into the JVM it launches (once per kernel), so the
+    # variable is set only around that launch. local-cluster's master, workers and
+    # executors inherit it from that JVM.
+    ours = loopback and "SPARK_LOCAL_IP" not in os.environ
+    if ours:
+        os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+    try:
+        yield
+    finally:
+        if ours and os.environ.get("SPARK_LOCAL_IP") == LOOPBACK:
+            del os.environ["SPARK_LOCAL_IP"]
+
+
+def ui_url(sc: SparkContext) -> str | None:
+    """The address of the context's Spark UI; None when the UI is off."""
+    url: str | None = sc.uiWebUrl
+    return url
 
 
 def root_session(sc: SparkContext) -> SparkSession:
@@ -248,6 +280,17 @@ OWNED_CONTEXT_DEFAULTS = {
     # events of a burst can stay unwritten until the next executor heartbeat (10s).
     "spark.ui.liveUpdate.period": "0ms",
     "spark.ui.showConsoleProgress": "false",
+    # Anyone who reaches the UI could kill any session's jobs; cancel is this project's.
+    "spark.ui.killEnabled": "false",
+}
+
+LOOPBACK = "127.0.0.1"
+
+#: Also for a context this project starts on a local master (local, local-cluster): its
+#: driver listens on loopback only, since nothing outside the machine needs to reach it.
+LOCAL_MASTER_DEFAULTS = {
+    "spark.driver.bindAddress": LOOPBACK,  # the RPC and block manager ports
+    "spark.driver.host": LOOPBACK,  # the address executors and the UI link use
 }
 
 
