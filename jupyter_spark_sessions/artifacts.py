@@ -139,6 +139,7 @@ class SessionArtifacts:
                 _remove(copy)
                 shutil.rmtree(target, ignore_errors=True)
                 raise
+            _remove(copy)  # Spark has its own link; the driver reads the unpacked folder
             return self._record(name, "archive", source, target, sha256=digest)
 
     def add_pyfile(self, path: str | os.PathLike[str]) -> AddResult:
