@@ -359,6 +359,7 @@ class SessionRegistry:
                 master or self.config.default_master,
                 self.config.app_name,
                 self.config.context_conf,
+                scratch_dir=str(self.config.kernel_root().scratch_dir()),
             )
             self._owned_context = root.sparkContext
             return root

@@ -171,6 +171,11 @@ class KernelRoot:
                 ) from None
         return root / name
 
+    def scratch_dir(self, owner: str = "spark") -> Path:
+        """Where a Spark this project starts keeps its scratch files (``spark.local.dir``),
+        in the kernel's folder under a name no session folder can have; Spark makes it."""
+        return self.path() / f".{owner}-scratch"
+
     def remove(self) -> None:
         """Remove the folder and everything in it (kernel shutdown)."""
         with self._lock:

@@ -63,20 +63,22 @@ def require_running(sc: SparkContext, name: str) -> None:
         )
 
 
-def start_context(master: str, app_name: str, conf: Mapping[str, str]) -> SparkSession:
-    """Start the kernel's SparkContext and return its root session."""
+def start_context(
+    master: str, app_name: str, conf: Mapping[str, str], scratch_dir: str | None = None
+) -> SparkSession:
+    """Start the kernel's SparkContext and return its root session. On a local master,
+    its driver and UI listen on loopback and its scratch files go to ``scratch_dir``
+    (see ``local_master_defaults``); ``conf`` wins over every default."""
     from pyspark.sql import SparkSession
 
     # Executors' Python workers must run the kernel's interpreter, which has pyarrow
     # and the user's packages; an explicit setting by the user wins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # A SPARK_LOCAL_IP of the user's says where Spark binds: it wins, as context_conf does.
-    loopback = is_local_master(master) and "SPARK_LOCAL_IP" not in os.environ
-    defaults = {**OWNED_CONTEXT_DEFAULTS, **(LOCAL_MASTER_DEFAULTS if loopback else {})}
+    defaults = {**OWNED_CONTEXT_DEFAULTS, **local_master_defaults(master, scratch_dir)}
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**defaults, **conf}.items():
         builder = builder.config(key, value)
-    with _jvm_on_loopback(loopback):
+    with _environ(local_master_env(master)):
         return builder.getOrCreate()
 
 
@@ -85,20 +87,41 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
+def local_master_defaults(master: str, scratch_dir: str | None = None) -> dict[str, str]:
+    """Settings that keep a Spark this project starts on a local master private: its
+    driver listens on loopback (unless the user's SPARK_LOCAL_IP says where Spark binds),
+    and its scratch files (shuffle and spill data, the executors' copies of session files)
+    go to ``scratch_dir``, inside the kernel's private folder (unless the user's
+    SPARK_LOCAL_DIRS says where). Nothing for other masters."""
+    if not is_local_master(master):
+        return {}
+    defaults = dict(LOCAL_MASTER_DEFAULTS) if "SPARK_LOCAL_IP" not in os.environ else {}
+    if scratch_dir and "SPARK_LOCAL_DIRS" not in os.environ:
+        defaults["spark.local.dir"] = scratch_dir
+    return defaults
+
+
+def local_master_env(master: str) -> dict[str, str]:
+    """Environment for the JVM of a local master: ``SPARK_LOCAL_IP`` on loopback unless
+    the user set it. Spark's UI binds to SPARK_LOCAL_IP, else to every interface; no
+    setting moves it. local-cluster's master, workers and executors inherit it."""
+    if is_local_master(master) and "SPARK_LOCAL_IP" not in os.environ:
+        return {"SPARK_LOCAL_IP": LOOPBACK}
+    return {}
+
+
 @contextmanager
-def _jvm_on_loopback(loopback: bool) -> Iterator[None]:
-    # Spark's UI binds to SPARK_LOCAL_IP, else to every interface; no setting moves it.
-    # PySpark copies os.environ into the JVM it launches (once per kernel), so the
-    # variable is set only around that launch. local-cluster's master, workers and
-    # executors inherit it from that JVM.
-    ours = loopback and "SPARK_LOCAL_IP" not in os.environ
-    if ours:
-        os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+def _environ(values: Mapping[str, str]) -> Iterator[None]:
+    # PySpark copies os.environ into the JVM it launches (once per kernel): set the
+    # values only around that launch, so the kernel's own children do not inherit them.
+    added = {key: value for key, value in values.items() if key not in os.environ}
+    os.environ.update(added)
     try:
         yield
     finally:
-        if ours and os.environ.get("SPARK_LOCAL_IP") == LOOPBACK:
-            del os.environ["SPARK_LOCAL_IP"]
+        for key, value in added.items():
+            if os.environ.get(key) == value:
+                del os.environ[key]
 
 
 def ui_url(sc: SparkContext) -> str | None:

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConnectError, NotASparkSessionError
 from ..session_root import open_private
+from .classic import local_master_defaults, local_master_env
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
@@ -46,6 +47,7 @@ LOCAL_SERVER_DEFAULTS = {
     "spark.connect.progress.reportInterval": "250ms",
     "spark.python.task.killTimeout": "0s",
     "spark.ui.showConsoleProgress": "false",
+    "spark.ui.killEnabled": "false",  # as for a classic context (see classic.py)
 }
 
 
@@ -125,7 +127,8 @@ class LocalConnectServer:
         self, master: str, conf: Mapping[str, str], log_dir: Path, start_timeout: float
     ) -> None:
         self.master = master
-        self._conf = {**LOCAL_SERVER_DEFAULTS, **conf}
+        scratch = str(log_dir / ".connect-scratch")
+        self._conf = {**LOCAL_SERVER_DEFAULTS, **local_master_defaults(master, scratch), **conf}
         self._log_path = log_dir / "connect-server.log"
         self._start_timeout = start_timeout
         self._token = secrets.token_hex(24)
@@ -151,6 +154,7 @@ class LocalConnectServer:
             **os.environ,
             "SPARK_HOME": spark_home,
             "SPARK_CONNECT_AUTHENTICATE_TOKEN": self._token,
+            **local_master_env(self.master),  # its UI on loopback too
             # The server's Python workers run UDFs: use this interpreter (pyarrow, the
             # user's packages), unless the user chose one.
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
