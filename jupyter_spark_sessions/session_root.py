@@ -192,12 +192,17 @@ def kernel_folder_prefix(pid: int | None = None) -> str:
 
 def _start_time(pid: int) -> str:
     """The process's start time (clock ticks since boot; Linux), "" when unknown."""
+    fields = _proc_stat(pid)
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _proc_stat(pid: int) -> list[str]:
+    # /proc/<pid>/stat after the command name: state, ppid, ..., starttime (22nd field).
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return ""
-    return fields[19].decode() if len(fields) > 19 else ""
+            return fh.read().rsplit(b")", 1)[1].decode().split()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return []
 
 
 def _pid_namespace() -> str:
@@ -215,8 +220,12 @@ def _is_alive(pid: int, start: str) -> bool:
         return False
     except PermissionError:
         pass  # a process of another user has the pid
-    now = _start_time(pid)
-    return start == "0" or not now or now == start
+    fields = _proc_stat(pid)
+    if not fields:
+        return True  # no /proc: the pid exists, so it may be the kernel
+    if fields[0] in ("Z", "X"):
+        return False  # exited, not yet reaped by its parent
+    return start == "0" or len(fields) <= 19 or fields[19] == start
 
 
 def remove_dead_kernel_folders(base: str | os.PathLike[str] = "") -> list[Path]:
