@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import shutil
 import stat
 import tempfile
@@ -63,7 +62,10 @@ def check_base(path: str | os.PathLike[str], configured: bool = True) -> Path:
     A configured base must be the user's own and not writable by group or others. The
     default base (the system temp directory) may be shared, like ``/tmp``, if it is
     sticky: nobody can then rename or replace the folders the user makes there."""
-    what = f"session_root {os.fspath(path)}" if configured else f"temp directory {path}"
+    if configured:
+        what, hint = f"session_root {os.fspath(path)}", "leave session_root unset"
+    else:
+        what, hint = f"temp directory {path}", "set session_root to a folder of your own"
     real = Path(os.path.realpath(os.fspath(path)))
     missing: list[Path] = []
     existing = real
@@ -71,11 +73,12 @@ def check_base(path: str | os.PathLike[str], configured: bool = True) -> Path:
         missing.append(existing)
         existing = existing.parent
     # Every folder above the first one made here must be safe before anything is made.
-    _check_ancestors(existing, what)
+    for folder in existing.parents:
+        _check_folder(folder, what, hint, mine=False, ancestor=True)
     if missing:
         if not configured:
             raise SessionRootError(f"Refusing {what}: it does not exist.")
-        _check_folder(existing, what, mine=False, ancestor=True)
+        _check_folder(existing, what, hint, mine=False, ancestor=True)
         for folder in reversed(missing):
             try:
                 os.mkdir(folder, 0o700)
@@ -83,43 +86,41 @@ def check_base(path: str | os.PathLike[str], configured: bool = True) -> Path:
                 raise SessionRootError(
                     f"Cannot make session_root {folder}: {exc.strerror or exc}."
                 ) from None
-    _check_folder(real, what, mine=configured)
+    _check_folder(real, what, hint, mine=configured)
     return real
 
 
-def _check_ancestors(path: Path, what: str) -> None:
-    for folder in path.parents:
-        _check_folder(folder, what, mine=False, ancestor=True)
-
-
-def _check_folder(folder: Path, what: str, mine: bool, ancestor: bool = False) -> None:
+def _check_folder(folder: Path, what: str, hint: str, mine: bool, ancestor: bool = False) -> None:
     try:
         st = os.lstat(folder)
     except OSError as exc:
         raise SessionRootError(f"Refusing {what}: {folder}: {exc.strerror or exc}.") from None
-    me = os.geteuid()
     where = f"its folder {folder}" if ancestor else "it"
     if stat.S_ISLNK(st.st_mode):  # realpath resolved it: it was swapped meanwhile
         raise SessionRootError(f"Refusing {what}: {where} changed into a link while checked.")
     if not stat.S_ISDIR(st.st_mode):
         raise SessionRootError(f"Refusing {what}: {where} is not a folder.")
-    if st.st_uid != me and (mine or st.st_uid != 0):
+    if os.name != "posix":  # no POSIX owners and modes to check
+        return
+    if st.st_uid != os.geteuid() and (mine or st.st_uid != 0):
         raise SessionRootError(
-            f"Refusing {what}: {where} belongs to {_user(st.st_uid)}, not to you "
-            f"({_user(me)}), who could replace what is in it; use a folder of your own."
+            f"Refusing {what}: {where} belongs to {_user(st.st_uid)}, who could replace "
+            f"what is in it; use a folder of your own, or {hint}."
         )
     mode = stat.S_IMODE(st.st_mode)
     if mode & _OTHERS_WRITE and (mine or not mode & stat.S_ISVTX):
         raise SessionRootError(
             f"Refusing {what}: {where} is writable by group or others (mode {mode:04o}), "
-            f"who could replace what is in it; `chmod go-w {folder}` or use another folder."
+            f"who could replace what is in it; `chmod go-w {folder}`, or {hint}."
         )
 
 
 def _user(uid: int) -> str:
     try:
+        import pwd
+
         return f"user {pwd.getpwuid(uid).pw_name!r} (uid {uid})"
-    except KeyError:
+    except (ImportError, KeyError):
         return f"uid {uid}"
 
 
@@ -234,8 +235,8 @@ def remove_dead_kernel_folders(base: str | os.PathLike[str] = "") -> list[Path]:
     pid, start time and pid namespace) no longer exists. A base that fails the checks is
     left alone. Returns what was removed."""
     configured = bool(os.fspath(base))
-    if configured and not os.path.isdir(base):
-        return []  # nothing to remove, and nothing is made here
+    if os.name != "posix" or (configured and not os.path.isdir(base)):
+        return []  # no pids and owners to go by; or nothing to remove (and nothing is made)
     try:
         folder = check_base(base if configured else tempfile.gettempdir(), configured)
         entries = list(os.scandir(folder))
