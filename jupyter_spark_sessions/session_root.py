@@ -138,11 +138,6 @@ class KernelRoot:
         self._identity: tuple[int, int] | None = None
         self._lock = threading.Lock()
 
-    @property
-    def created(self) -> Path | None:
-        """The folder, if it was made."""
-        return self._path
-
     def path(self) -> Path:
         """The folder, made on the first call; SessionRootError when the base is unsafe
         (then nothing is written in it)."""
