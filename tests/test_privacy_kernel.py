@@ -52,7 +52,9 @@ def other_user() -> str:
     if os.geteuid() != 0:
         pytest.skip("needs root, to create a second user and run steps as that user")
     if not (shutil.which("useradd") and shutil.which("runuser")):
-        pytest.skip("needs useradd and runuser")
+        pytest.fail(
+            "running as root, but useradd or runuser is missing (Debian: passwd, util-linux)"
+        )
     try:
         pwd.getpwnam(OTHER_USER)
     except KeyError:
