@@ -494,6 +494,7 @@ def test_a_killed_kernels_folders_go_when_the_next_kernel_starts_a_live_ones_sta
         os.kill(process.pid, signal.SIGKILL)
         process.wait(30)
         killed.client.stop_channels()
+        killed.manager.cleanup_resources()  # its connection file
         _, alive = psutil.wait_procs([jvm], timeout=60)  # PySpark's JVM exits with it
         for orphan in alive:
             orphan.kill()
