@@ -311,7 +311,7 @@ class SparkSessionMagics(Magics):
             ("running jobs", info.running_jobs),
             ("directory", info.directory),
             ("files", len(self.registry.files(args.name))),
-            ("spark ui", info.ui_url or ("off" if info.backend == "classic" else "(server's)")),
+            ("spark ui", info.ui_url or ("off" if info.backend == "classic" else "the server's")),
         ]
         if not info.context_running:
             fields.append(("state", "SparkContext stopped outside jupyter_spark_sessions"))
