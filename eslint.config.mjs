@@ -10,6 +10,7 @@ export default tseslint.config(
       'node_modules/',
       'jupyter_spark_sessions/labextension/',
       '.venv/',
+      '.venv-*/',
       '.yarn/',
       'coverage/',
       '**/*.d.ts'

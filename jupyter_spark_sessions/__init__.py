@@ -20,6 +20,7 @@ from .errors import (
     MasterMismatchError,
     NotASparkSessionError,
     SessionNameError,
+    SessionRootError,
     SparkSessionsError,
     UnknownGroupError,
     UnknownSessionError,
@@ -47,6 +48,7 @@ __all__ = [
     "SessionInfo",
     "SessionNameError",
     "SessionRegistry",
+    "SessionRootError",
     "SessionView",
     "SparkSessionsConfig",
     "SparkSessionsError",
@@ -98,6 +100,8 @@ def load_ipython_extension(ip: Any) -> None:
     from .magics import SparkSessionMagics
 
     registry = default_registry(SparkSessionsConfig(parent=ip))
+    # Folders that killed kernels left behind (their shutdown never ran) go now.
+    registry.config.remove_dead_kernel_folders()
     tagging = CellJobTagging(ip, registry)
     interrupts = CellInterrupts(ip, registry, CancelledCellErrors(ip))
     ip.register_magics(SparkSessionMagics(ip, registry, tagging))

@@ -57,6 +57,9 @@ _ZERO_BLOCK = bytes(tarfile.BLOCKSIZE)
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SEPARATORS = re.compile(r"[/\\]")
 _O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+# What is unpacked is readable by its owner only, whatever modes the archive holds
+# (executors unpack their own copy).
+_PRIVATE_DIR = 0o700
 _O_BINARY: int = getattr(os, "O_BINARY", 0)
 
 
@@ -139,7 +142,6 @@ def unpack_archive(path: Path, dest: Path, limits: ArchiveLimits) -> UnpackResul
         else:
             _unpack_tar(path, unpacker, compressed=path.name.lower().endswith(_GZIP_SUFFIXES))
         result = unpacker.finish()
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private
         # Someone may have created dest meanwhile: on POSIX, rename would silently
         # replace an empty folder.
         if os.path.lexists(dest):
@@ -247,7 +249,7 @@ class _Unpacker:
                 continue
             try:
                 # Safe: ``current``'s parent is a plain folder or was resolved inside.
-                os.mkdir(current, 0o755)
+                os.mkdir(current, 0o700)
             except FileExistsError:
                 if plain and stat.S_ISDIR(os.lstat(current).st_mode):
                     self._plain_dirs.add(key)
@@ -293,13 +295,13 @@ class _Unpacker:
         parent, plain = self._parent(parts, name)
         path = os.path.join(parent, parts[-1])
         try:
-            os.mkdir(path, 0o755)
+            os.mkdir(path, 0o700)
         except FileExistsError:
             if not stat.S_ISDIR(os.lstat(path).st_mode):
                 raise self.refuse(
                     f"folder '{_show(name)}' clashes with an earlier entry of the same name"
                 ) from None
-        os.chmod(path, (mode & 0o755) | 0o700)
+        os.chmod(path, _PRIVATE_DIR)
         if plain:
             self._plain_dirs.add(parts)
         self.created += 1
@@ -313,8 +315,8 @@ class _Unpacker:
             while chunk := read(_CHUNK):
                 self._count_bytes(len(chunk))
                 out.write(chunk)
-            # No setuid/setgid/sticky, no write for others; the owner can always rewrite.
-            os.chmod(out.fileno(), (mode & 0o755) | 0o600)
+            # The owner's bits only (no setuid/setgid/sticky); the owner can always rewrite.
+            os.chmod(out.fileno(), (mode & 0o700) | 0o600)
         self._files[parts] = path
         self.created += 1
 

@@ -11,7 +11,9 @@ files), mirrored in two places:
 Adding is all or nothing: every check runs before anything is written; the copy goes to
 a temporary name and is renamed into place only after Spark accepted it; on any failure
 the temporary files (and an unpacked folder) are removed. The user's original file is
-only read. Copies stream (``shutil.copyfile``); nothing is read whole into memory.
+only read. Copies stream; nothing is read whole into memory. Every copy is new, mode
+0600, made through a handle of the session's folder that refuses links
+(``session_root.PrivateFolder``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Literal
 
 from .archives import ArchiveLimits, archive_kind, archive_suffix, default_alias, unpack_archive
 from .errors import ArtifactError
+from .session_root import PrivateFolder
 
 Kind = Literal["file", "archive", "pyfile"]
 PYFILE_SUFFIXES = (".py", ".zip", ".egg")
@@ -70,6 +73,8 @@ class SessionArtifacts:
     def __init__(self, session_name: str, directory: Path, register: Register) -> None:
         self.session_name = session_name
         self.directory = directory
+        # Every write goes through it: no link planted in (or for) the folder is followed.
+        self._folder = PrivateFolder(directory)
         self._register = register
         self._items: dict[str, Artifact] = {}
         self._lock = threading.Lock()  # one add at a time per session: no name races
@@ -94,9 +99,9 @@ class SessionArtifacts:
             target = self._free_target(name)
             copy = self._temp_path()
             try:
-                _copy(source, copy)
+                self._copy_in(source, copy)
                 self._hand_to_spark(f"files/{name}", copy, None)
-                os.replace(copy, target)
+                self._folder.replace(copy.name, target.name)
             except BaseException:
                 _remove(copy)
                 raise
@@ -127,13 +132,14 @@ class SessionArtifacts:
             unpack_archive(source, target, limits or ArchiveLimits())
             copy = self._temp_path()
             try:
-                _copy(source, copy)
+                self._copy_in(source, copy)
                 suffix = archive_suffix(source)
                 self._hand_to_spark(f"archives/{name}{suffix}", copy, name)
             except BaseException:
                 _remove(copy)
                 shutil.rmtree(target, ignore_errors=True)
                 raise
+            _remove(copy)  # Spark has its own link; the driver reads the unpacked folder
             return self._record(name, "archive", source, target, sha256=digest)
 
     def add_pyfile(self, path: str | os.PathLike[str]) -> AddResult:
@@ -164,13 +170,13 @@ class SessionArtifacts:
                 for shim_name, code in shims.items():
                     shim = self._temp_path()
                     try:
-                        shim.write_text(code, encoding="utf-8")
+                        self._folder.write_in(shim.name, code)
                         self._hand_to_spark(f"pyfiles/{shim_name}", shim, None)
                     finally:
                         _remove(shim)
-                _copy(source, copy)
+                self._copy_in(source, copy)
                 self._hand_to_spark(f"pyfiles/{name}", copy, None)
-                os.replace(copy, target)
+                self._folder.replace(copy.name, target.name)
             except BaseException:
                 _remove(copy)
                 raise
@@ -194,14 +200,26 @@ class SessionArtifacts:
         )
 
     def _free_target(self, name: str) -> Path:
+        self._folder.check()
         taken = {n for a in self._items.values() for n in (a.name, *a.support_names)}
         target = self.directory / name
+        if name not in taken and os.path.islink(target):
+            raise ArtifactError(
+                f"Refused: {target} is a link that jupyter_spark_sessions did not make; "
+                "nothing was written through it."
+            )
         if name in taken or os.path.lexists(target):
             raise ArtifactError(
                 f"The name '{name}' is already used in session '{self.session_name}'; "
                 "add this one under another name (--as NAME)."
             )
         return target
+
+    def _copy_in(self, source: Path, target: Path) -> None:
+        try:
+            self._folder.copy_in(source, target.name)
+        except OSError as exc:
+            raise ArtifactError(f"Could not copy {source.name}: {exc.strerror or exc}") from None
 
     def _temp_path(self) -> Path:
         return self.directory / f"{_TEMP_PREFIX}{uuid.uuid4().hex}"
@@ -211,9 +229,9 @@ class SessionArtifacts:
         staged = self._temp_path()
         try:
             if _can_link(staged_copy):
-                os.link(staged_copy, staged)
+                self._folder.link(staged_copy.name, staged.name)
             else:
-                _copy(staged_copy, staged)
+                self._copy_in(staged_copy, staged)
             self._register(remote, staged, fragment)
         except ArtifactError:
             raise
@@ -285,14 +303,6 @@ def _readable_file(path: str | os.PathLike[str]) -> Path:
     except OSError as exc:
         raise ArtifactError(f"Cannot read {source}: {exc.strerror or exc}") from None
     return source.resolve()
-
-
-def _copy(source: Path, target: Path) -> None:
-    try:
-        shutil.copyfile(source, target)
-    except OSError as exc:
-        _remove(target)
-        raise ArtifactError(f"Could not copy {source.name}: {exc.strerror or exc}") from None
 
 
 def _remove(path: Path) -> None:

@@ -8,16 +8,13 @@ Example::
 
 from __future__ import annotations
 
-import os
-import tempfile
+from pathlib import Path
+from typing import Any
 
 from traitlets import Dict, Enum, Float, Int, Unicode
 from traitlets.config import Configurable
 
-
-def _default_session_root() -> str:
-    # One folder per kernel process, so two kernels on one machine never share files.
-    return os.path.join(tempfile.gettempdir(), "jupyter_spark_sessions", str(os.getpid()))
+from .session_root import KernelRoot, remove_dead_kernel_folders
 
 
 class SparkSessionsConfig(Configurable):
@@ -35,8 +32,10 @@ class SparkSessionsConfig(Configurable):
     ).tag(config=True)
 
     session_root = Unicode(
-        help="Folder under which each session gets its own directory (its files and "
-        "unpacked archives). Default: a per-kernel folder in the system temp directory.",
+        help="Folder in which each kernel makes a private folder (mode 0700, an "
+        "unpredictable name) for its sessions' directories (their files and unpacked "
+        "archives). It must be yours and not writable by group or others, else `create` "
+        "refuses it. Default: the system temp directory.",
     ).tag(config=True)
 
     session_defaults = Dict(
@@ -53,6 +52,8 @@ class SparkSessionsConfig(Configurable):
         default_value={},
         help="Spark settings for the SparkContext this project starts (context-wide "
         "settings such as spark.executor.memory, which cannot be set per session). "
+        "They win over the project's defaults (spark.ui.killEnabled=false; on a local "
+        "master, the driver on 127.0.0.1; see docs/security.md). "
         "Ignored when a SparkContext already runs.",
     ).tag(config=True)
 
@@ -135,6 +136,27 @@ class SparkSessionsConfig(Configurable):
         "(a zip bomb compresses far better than real data).",
     ).tag(config=True)
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._kernel_roots: dict[str, KernelRoot] = {}
+
+    def kernel_root(self) -> KernelRoot:
+        """This kernel's private folder in ``session_root`` (made on first use)."""
+        root = self._kernel_roots.get(self.session_root)
+        if root is None:
+            root = self._kernel_roots.setdefault(self.session_root, KernelRoot(self.session_root))
+        return root
+
     def resolved_session_root(self) -> str:
-        """The session root folder, with the per-kernel default filled in."""
-        return self.session_root or _default_session_root()
+        """This kernel's private folder for session directories, made (after checking
+        ``session_root``) on the first call; SessionRootError when it is unsafe."""
+        return str(self.kernel_root().path())
+
+    def remove_session_roots(self) -> None:
+        """Remove this kernel's private folders and what is left in them (shutdown)."""
+        for root in list(self._kernel_roots.values()):
+            root.remove()
+
+    def remove_dead_kernel_folders(self) -> list[Path]:
+        """Remove the folders that kernels now gone left in ``session_root``."""
+        return remove_dead_kernel_folders(self.session_root)

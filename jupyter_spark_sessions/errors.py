@@ -14,6 +14,7 @@ else that escapes is a bug and keeps its traceback.
     +-- JavaNotFoundError        no usable Java to start Spark
     +-- ArtifactError            a file that cannot be added to a session
     +-- ConnectError             a Spark Connect server that cannot be reached or used
+    +-- SessionRootError         a session_root that other users could change
 """
 
 from __future__ import annotations
@@ -62,3 +63,8 @@ class ArtifactError(SparkSessionsError):
 
 class ConnectError(SparkSessionsError):
     """A Spark Connect server that is unreachable, refuses the session, or went away."""
+
+
+class SessionRootError(SparkSessionsError):
+    """The folder for session files is unsafe (another user owns it or can write in it)
+    or cannot be made."""

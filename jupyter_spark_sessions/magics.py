@@ -338,6 +338,7 @@ class SparkSessionMagics(Magics):
             ("running jobs", info.running_jobs),
             ("directory", info.directory),
             ("files", len(self.registry.files(args.name))),
+            ("spark ui", info.ui_url or ("off" if info.backend == "classic" else "the server's")),
         ]
         if info.disconnected:
             fields.append(("state", info.disconnected))

@@ -186,8 +186,9 @@ class SessionRegistry:
             master, problem = backend.where(), backend.problem()
             if running_jobs is None:
                 running_jobs = 0 if problem else backend.running_jobs()
+            ui_url = "" if problem else backend.ui_url()
         except Exception as exc:  # the driver or server went away
-            master, problem, running_jobs = "(unreachable)", _first_line(exc), 0
+            master, problem, running_jobs, ui_url = "(unreachable)", _first_line(exc), 0, ""
         return SessionView(
             name=managed.name,
             origin=managed.origin,
@@ -199,6 +200,7 @@ class SessionRegistry:
             disconnected=problem,
             files=tuple(FileView(a.name, a.kind, a.size) for a in managed.artifacts.list()),
             running_jobs=running_jobs,
+            ui_url=ui_url,
         )
 
     def list(self) -> builtins.list[SessionView]:
@@ -268,6 +270,7 @@ class SessionRegistry:
                 raise SessionNameError(f"A session named '{name}' already exists.")
             self._reserved.add(name)
         try:
+            self.config.resolved_session_root()  # an unsafe root is refused before any work
             yield
         finally:
             with self._lock:
@@ -288,6 +291,7 @@ class SessionRegistry:
                 master or self.config.default_master,
                 self.config.app_name,
                 self.config.context_conf,
+                scratch_dir=str(self.config.kernel_root().scratch_dir()),
             )
             self._owned_context = root.sparkContext
             return root
@@ -325,8 +329,7 @@ class SessionRegistry:
         check_session_name(name)
         if name in self._sessions:
             raise SessionNameError(f"A session named '{name}' already exists.")
-        directory = Path(self.config.resolved_session_root()) / f"{name}-{backend.session_id[:8]}"
-        directory.mkdir(mode=0o700, parents=True, exist_ok=False)
+        directory = self.config.kernel_root().make_dir(f"{name}-{backend.session_id[:8]}")
         managed = ManagedSession(
             name=name,
             backend=backend,
@@ -485,7 +488,7 @@ class SessionRegistry:
         server, self._connect_server = self._connect_server, None
         if server is not None:
             server.stop(timeout=1.0)
-        _remove_directory(Path(self.config.resolved_session_root()), only_if_empty=True)
+        self.config.remove_session_roots()
         # The kernel now terminates its children: let the JVM be reaped when it dies.
         reap_when_it_exits(classic.gateway_process())
 

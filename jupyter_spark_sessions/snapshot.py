@@ -131,6 +131,8 @@ class SessionView:
     files: tuple[FileView, ...] = ()
     #: Its jobs (Connect: operations) that have not ended, in any group or none.
     running_jobs: int = 0
+    #: The driver's Spark UI ("" when it is off, or the server's own: Connect).
+    ui_url: str = ""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def render() -> str:
         trait = traits[name]
         default = trait.default_value_repr()
         if name == "session_root":
-            default = "(per-kernel folder in the temp directory)"
+            default = "(the system temp directory)"
         help_text = " ".join(trait.help.split()).replace("|", "\\|")
         rows.append(f"| `{name}` | {type(trait).__name__} | `{default}` | {help_text} |")
     return INTRO + "\n".join(rows) + "\n"

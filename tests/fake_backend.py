@@ -44,6 +44,9 @@ class FakeBackend:
     def require_usable(self, name: str) -> None:
         self.calls.append(("require_usable", name))
 
+    def ui_url(self) -> str:
+        return ""
+
     def problem(self) -> str:
         return ""
 

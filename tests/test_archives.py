@@ -235,9 +235,9 @@ def test_zip_unpacks_nested_folders(work: Path, name: str) -> None:
         "top.txt": "top",
     }
     assert result == UnpackResult(entries=5, total_bytes=3 + 4 + 9)
-    assert mode_of(dest / "a/run.sh") == 0o755
+    assert mode_of(dest / "a/run.sh") == 0o700  # the owner's bits only
     assert mode_of(dest / "top.txt") == 0o600  # what zipfile stores when given no mode
-    assert mode_of(dest) == 0o755
+    assert mode_of(dest) == 0o700
 
 
 def test_zip_entry_without_unix_mode(work: Path) -> None:
@@ -245,7 +245,7 @@ def test_zip_entry_without_unix_mode(work: Path) -> None:
     archive = make_zip(work / "win.zip", [zentry("a.txt", b"a")])
     patch_central_directory(archive, 38, "<I", 0x20)  # just the MS-DOS "archive" bit
     dest, _ = unpack(archive)
-    assert mode_of(dest / "a.txt") == 0o644
+    assert mode_of(dest / "a.txt") == 0o600
 
 
 @pytest.mark.parametrize("name", ["data.tar", "data.tar.gz", "data.tgz", "Data.TGZ"])
@@ -331,12 +331,13 @@ def test_file_and_folder_modes(work: Path) -> None:
         ],
     )
     dest, _ = unpack(archive)
-    assert mode_of(dest / "setuid") == 0o755
-    assert mode_of(dest / "world-writable") == 0o755
+    # Readable by the owner only (the session's files are private), who can rewrite them.
+    assert mode_of(dest / "setuid") == 0o700
+    assert mode_of(dest / "world-writable") == 0o700
     assert mode_of(dest / "read-only") == 0o600
-    assert mode_of(dest / "group") == 0o640
+    assert mode_of(dest / "group") == 0o600
     assert mode_of(dest / "private") == 0o700
-    assert mode_of(dest / "open") == 0o755
+    assert mode_of(dest / "open") == 0o700
     assert mode_of(dest / "locked") == 0o700
 
 

@@ -132,6 +132,7 @@ def _session() -> SessionView:
         disconnected="localhost:15002 unreachable: connection refused",
         files=(FileView("lookup.csv", "file", 512), FileView("deps", "archive", 4096)),
         running_jobs=1,
+        ui_url="http://127.0.0.1:4040",
     )
 
 

@@ -77,6 +77,11 @@ class SessionBackend(Protocol):
         session ``name`` can never run anything again (stopped behind our back)."""
         ...
 
+    def ui_url(self) -> str:
+        """The address of the Spark UI of the session's driver ("" when it is off or
+        not this kernel's to show: a Connect server's)."""
+        ...
+
     def problem(self) -> str:
         """What keeps the session from working now, as views show it ("" when
         nothing does): a stopped context, an unreachable server."""

@@ -14,7 +14,8 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,21 +70,73 @@ def require_running(sc: SparkContext, name: str) -> None:
         )
 
 
-def start_context(master: str, app_name: str, conf: Mapping[str, str]) -> SparkSession:
-    """Start the kernel's SparkContext and return its root session."""
+def start_context(
+    master: str, app_name: str, conf: Mapping[str, str], scratch_dir: str | None = None
+) -> SparkSession:
+    """Start the kernel's SparkContext and return its root session. On a local master,
+    its driver and UI listen on loopback and its scratch files go to ``scratch_dir``
+    (see ``local_master_defaults``); ``conf`` wins over every default."""
     from pyspark.sql import SparkSession
 
     # Executors' Python workers must run the kernel's interpreter, which has pyarrow
     # and the user's packages; an explicit setting by the user wins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    defaults = {**OWNED_CONTEXT_DEFAULTS, **local_master_defaults(master, scratch_dir)}
     builder = SparkSession.builder.master(master).appName(app_name)
-    defaults = dict(OWNED_CONTEXT_DEFAULTS)
-    if master.startswith("local"):  # executors run this interpreter, with this package
+    if is_local_master(master):  # executors run this interpreter, with this package
         defaults.update(LOCAL_CONTEXT_DEFAULTS)
     for key, value in {**defaults, **conf}.items():
         builder = builder.config(key, value)
-    with api_flavour.classic():
+    with _environ(local_master_env(master)), api_flavour.classic():
         return builder.getOrCreate()
+
+
+def is_local_master(master: str) -> bool:
+    """True for a master whose executors all run on this machine (local, local-cluster)."""
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def local_master_defaults(master: str, scratch_dir: str | None = None) -> dict[str, str]:
+    """Settings that keep a Spark this project starts on a local master private: its
+    driver listens on loopback (unless the user's SPARK_LOCAL_IP says where Spark binds),
+    and its scratch files (shuffle and spill data, the executors' copies of session files)
+    go to ``scratch_dir``, inside the kernel's private folder (unless the user's
+    SPARK_LOCAL_DIRS says where). Nothing for other masters."""
+    if not is_local_master(master):
+        return {}
+    defaults = dict(LOCAL_MASTER_DEFAULTS) if "SPARK_LOCAL_IP" not in os.environ else {}
+    if scratch_dir and "SPARK_LOCAL_DIRS" not in os.environ:
+        defaults["spark.local.dir"] = scratch_dir
+    return defaults
+
+
+def local_master_env(master: str) -> dict[str, str]:
+    """Environment for the JVM of a local master: ``SPARK_LOCAL_IP`` on loopback unless
+    the user set it. Spark's UI binds to SPARK_LOCAL_IP, else to every interface; no
+    setting moves it. local-cluster's master, workers and executors inherit it."""
+    if is_local_master(master) and "SPARK_LOCAL_IP" not in os.environ:
+        return {"SPARK_LOCAL_IP": LOOPBACK}
+    return {}
+
+
+@contextmanager
+def _environ(values: Mapping[str, str]) -> Iterator[None]:
+    # PySpark copies os.environ into the JVM it launches (once per kernel): set the
+    # values only around that launch, so the kernel's own children do not inherit them.
+    added = {key: value for key, value in values.items() if key not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key, value in added.items():
+            if os.environ.get(key) == value:
+                del os.environ[key]
+
+
+def ui_url(sc: SparkContext) -> str | None:
+    """The address of the context's Spark UI; None when the UI is off."""
+    url: str | None = sc.uiWebUrl
+    return url
 
 
 def root_session(sc: SparkContext) -> SparkSession:
@@ -308,6 +361,17 @@ OWNED_CONTEXT_DEFAULTS = {
     # events of a burst can stay unwritten until the next executor heartbeat (10s).
     "spark.ui.liveUpdate.period": "0ms",
     "spark.ui.showConsoleProgress": "false",
+    # Anyone who reaches the UI could kill any session's jobs; cancel is this project's.
+    "spark.ui.killEnabled": "false",
+}
+
+LOOPBACK = "127.0.0.1"
+
+#: Also for a context this project starts on a local master (local, local-cluster): its
+#: driver listens on loopback only, since nothing outside the machine needs to reach it.
+LOCAL_MASTER_DEFAULTS = {
+    "spark.driver.bindAddress": LOOPBACK,  # the RPC and block manager ports
+    "spark.driver.host": LOOPBACK,  # the address executors and the UI link use
 }
 
 
@@ -441,6 +505,7 @@ class ClassicBackend:
         # What a cell's RDD jobs run in: the session's JVM artifact state (its files, as
         # for its queries). Fixed for the session's life: read once.
         self._artifact_state = artifact_state(session) if isolated else None
+        self._ui_url: tuple[SparkContext, str] | None = None
 
     @property
     def sc(self) -> SparkContext:
@@ -452,6 +517,12 @@ class ClassicBackend:
 
     def require_usable(self, name: str) -> None:
         require_running(self.sc, name)
+
+    def ui_url(self) -> str:
+        sc = self.sc
+        if self._ui_url is None or self._ui_url[0] is not sc:  # fixed for a context's life
+            self._ui_url = (sc, ui_url(sc) or "")
+        return self._ui_url[1]
 
     def problem(self) -> str:
         if context_is_stopped(self.sc):

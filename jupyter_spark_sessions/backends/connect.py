@@ -31,8 +31,10 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
 from ..job_tags import current_cell
+from ..session_root import open_private
 from . import api_flavour
 from .base import BackendKind, JobRef, OperationReport, OperationSink
+from .classic import local_master_defaults, local_master_env
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
@@ -49,6 +51,7 @@ LOCAL_SERVER_DEFAULTS = {
     "spark.connect.progress.reportInterval": "250ms",
     "spark.python.task.killTimeout": "0s",
     "spark.ui.showConsoleProgress": "false",
+    "spark.ui.killEnabled": "false",  # as for a classic context (see classic.py)
 }
 
 
@@ -128,7 +131,8 @@ class LocalConnectServer:
         self, master: str, conf: Mapping[str, str], log_dir: Path, start_timeout: float
     ) -> None:
         self.master = master
-        self._conf = {**LOCAL_SERVER_DEFAULTS, **conf}
+        scratch = str(log_dir / ".connect-scratch")
+        self._conf = {**LOCAL_SERVER_DEFAULTS, **local_master_defaults(master, scratch), **conf}
         self._log_path = log_dir / "connect-server.log"
         self._start_timeout = start_timeout
         self._token = secrets.token_hex(24)
@@ -154,12 +158,13 @@ class LocalConnectServer:
             **os.environ,
             "SPARK_HOME": spark_home,
             "SPARK_CONNECT_AUTHENTICATE_TOKEN": self._token,
+            **local_master_env(self.master),  # its UI on loopback too
             # The server's Python workers run UDFs: use this interpreter (pyarrow, the
             # user's packages), unless the user chose one.
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
         }
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self._log_path, "wb") as log_file:
+        with open_private(self._log_path) as log_file:  # in the kernel's folder: no link
             self._process = subprocess.Popen(
                 command,
                 env=env,
@@ -541,6 +546,9 @@ class ConnectBackend:
                 f"Session '{name}' was stopped outside jupyter_spark_sessions "
                 f"(spark.stop()?). Run `%spark_session stop {name}`, then create it again."
             )
+
+    def ui_url(self) -> str:
+        return ""  # the server's UI, if any, is the server's to show
 
     def problem(self) -> str:
         # A TCP check at most every ``recheck_seconds`` (cheap, bounded), plus what the

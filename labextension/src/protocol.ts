@@ -231,6 +231,10 @@ export interface Session {
    * Its jobs (Connect: operations) that have not ended, in any group or none.
    */
   running_jobs: number;
+  /**
+   * The driver's Spark UI ("" when it is off, or the server's own: Connect).
+   */
+  ui_url: string;
 }
 /**
  * One file added to a session.

@@ -58,6 +58,7 @@ export function session(partial: Partial<Session> = {}): Session {
     disconnected: '',
     files: [],
     running_jobs: 0,
+    ui_url: '',
     ...partial
   };
 }

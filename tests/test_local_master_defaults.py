@@ -1,0 +1,121 @@
+"""What a SparkContext this project starts is given, without starting one: on a local
+master, loopback binds, the UI's SPARK_LOCAL_IP (only while the JVM is launched) and a
+private scratch folder; the UI's kill links off everywhere; the user's settings win.
+``test_privacy_kernel.py`` measures the same on a real JVM."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from jupyter_spark_sessions.backends import classic
+
+
+class RecordingBuilder:
+    """Stands in for ``SparkSession.builder``: records what start_context asks for."""
+
+    def __init__(self) -> None:
+        self.conf: dict[str, str] = {}
+        self.environ_at_start: dict[str, str] = {}
+
+    def master(self, master: str) -> RecordingBuilder:
+        self.conf["spark.master"] = master
+        return self
+
+    def appName(self, name: str) -> RecordingBuilder:
+        return self
+
+    def config(self, key: str, value: str) -> RecordingBuilder:
+        self.conf[key] = value
+        return self
+
+    def getOrCreate(self) -> Any:
+        self.environ_at_start = dict(os.environ)
+        return "session"
+
+
+@pytest.fixture
+def builder(monkeypatch: pytest.MonkeyPatch) -> RecordingBuilder:
+    recording = RecordingBuilder()
+    monkeypatch.setattr(SparkSession, "builder", recording)
+    for name in ("SPARK_LOCAL_IP", "SPARK_LOCAL_DIRS"):
+        monkeypatch.delenv(name, raising=False)
+    return recording
+
+
+@pytest.mark.parametrize(
+    ("master", "local"),
+    [
+        ("local", True),
+        ("local[*]", True),
+        ("local[2, 3]", True),
+        ("local-cluster[2,1,1024]", True),
+        ("spark://host:7077", False),
+        ("yarn", False),
+        ("k8s://https://host:6443", False),
+        ("localhost", False),
+    ],
+)
+def test_which_masters_are_local(master: str, local: bool) -> None:
+    assert classic.is_local_master(master) is local
+
+
+def test_local_master_binds_loopback_and_keeps_scratch_private(builder: RecordingBuilder) -> None:
+    classic.start_context("local[2]", "app", {}, scratch_dir="/private/.spark-scratch")
+    assert builder.conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert builder.conf["spark.driver.host"] == "127.0.0.1"
+    assert builder.conf["spark.local.dir"] == "/private/.spark-scratch"
+    assert builder.conf["spark.ui.killEnabled"] == "false"
+    # The UI binds to SPARK_LOCAL_IP: set for the JVM's launch, then gone again.
+    assert builder.environ_at_start["SPARK_LOCAL_IP"] == "127.0.0.1"
+    assert "SPARK_LOCAL_IP" not in os.environ
+
+
+def test_cluster_master_keeps_sparks_own_binding(builder: RecordingBuilder) -> None:
+    classic.start_context("spark://host:7077", "app", {}, scratch_dir="/private/x")
+    assert not {"spark.driver.bindAddress", "spark.driver.host", "spark.local.dir"} & set(
+        builder.conf
+    )
+    assert builder.conf["spark.ui.killEnabled"] == "false"
+    assert "SPARK_LOCAL_IP" not in builder.environ_at_start
+
+
+def test_context_conf_wins_over_every_default(builder: RecordingBuilder) -> None:
+    mine = {
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.driver.host": "10.1.2.3",
+        "spark.local.dir": "/scratch",
+        "spark.ui.killEnabled": "true",
+    }
+    classic.start_context("local[*]", "app", mine, scratch_dir="/private/x")
+    assert {key: builder.conf[key] for key in mine} == mine
+
+
+def test_the_users_spark_local_ip_and_local_dirs_win(
+    builder: RecordingBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPARK_LOCAL_IP", "10.1.2.3")
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", "/scratch")
+    classic.start_context("local[*]", "app", {}, scratch_dir="/private/x")
+    assert not {"spark.driver.bindAddress", "spark.driver.host", "spark.local.dir"} & set(
+        builder.conf
+    )
+    assert builder.environ_at_start["SPARK_LOCAL_IP"] == "10.1.2.3"
+    assert os.environ["SPARK_LOCAL_IP"] == "10.1.2.3"  # left as the user set it
+
+
+def test_local_connect_server_gets_the_same_defaults(
+    builder: RecordingBuilder, tmp_path: Any
+) -> None:
+    from jupyter_spark_sessions.backends.connect import LocalConnectServer
+
+    server = LocalConnectServer("local[2]", {"spark.ui.killEnabled": "true"}, tmp_path, 1.0)
+    conf = server._conf
+    assert conf["spark.driver.bindAddress"] == conf["spark.driver.host"] == "127.0.0.1"
+    assert conf["spark.local.dir"] == str(tmp_path / ".connect-scratch")
+    assert conf["spark.ui.killEnabled"] == "true"  # connect_conf wins
+    assert classic.local_master_env("local[2]") == {"SPARK_LOCAL_IP": "127.0.0.1"}
+    assert classic.local_master_env("spark://host:7077") == {}
