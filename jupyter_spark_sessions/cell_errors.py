@@ -10,6 +10,7 @@ its traceback; ``%tb`` still shows the full one of a cancelled cell.
 
 from __future__ import annotations
 
+import re
 import sys
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,9 @@ def cancellation_line(error: BaseException) -> str | None:
             line = line.strip()
             if any(mark in line for mark in _MARKS):
                 start = min(line.find(mark) for mark in _MARKS if mark in line)
-                return line[max(0, line.rfind("[", 0, start + 1)) :][:300]
+                line = line[max(0, line.rfind("[", 0, start + 1)) :]
+                line = re.sub(r"\s+SQLSTATE: \w+\s*$", "", line)  # noise for a user
+                return " ".join(line.split())[:300]
         current = current.__cause__ or current.__context__
     return None
 
@@ -74,7 +77,7 @@ class CancelledCellErrors:
             return None
         sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %tb
         if self.interrupted is not None:
-            text = f"{line} (Interrupt: {self.interrupted})"
+            text = f"{self.interrupted} ({line})"
             ipykernel_internals.show_error(shell, KeyboardInterrupt, text)
         else:
             ipykernel_internals.show_error(shell, etype, line)

@@ -75,7 +75,7 @@ class CellInterrupts:
         group = job_tags.group_id(*cell)
         if _waiting_on_the_jvm(frame):
             self._waiting = True
-            self.errors.interrupted = f"the Spark jobs of {group} were cancelled"
+            self.errors.interrupted = f"Interrupted: the Spark jobs of {group} were cancelled"
             return  # the cancelled Spark call ends the cell
         raise KeyboardInterrupt
 

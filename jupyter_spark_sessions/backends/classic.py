@@ -476,6 +476,9 @@ _INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel"
 # How many ended jobs one poll fetches at most; older ones are skipped (a burst of
 # thousands of tiny jobs between two polls must not stall the board).
 _MAX_ENDED_PER_POLL = 200
+# How many polls a job Spark counted may be missing from its status store before the
+# board stops asking (it was evicted, or the listener bus dropped its events).
+_MAX_MISSES = 40
 
 
 @dataclass
@@ -640,25 +643,44 @@ class ContextJobFeed:
         """The feed of ``sc`` (made on first use; one context at a time in a process)."""
         feed = _FEEDS.get("current")
         if feed is None or feed._sc is not sc:
-            feed = _FEEDS["current"] = cls(sc)
+            feed = _FEEDS["current"] = cls(sc, JobStatusReader(sc))
         return feed
 
-    def __init__(self, sc: SparkContext) -> None:
+    def __init__(self, sc: SparkContext, reader: JobStatusReader) -> None:
         self._sc = sc
-        self._reader = JobStatusReader(sc)
+        self._reader = reader
         # Jobs from before the first session are not ours; recent ones may be.
-        self._last_total = max(0, self._reader.total_jobs() - 50)
+        self._last_total = max(0, reader.total_jobs() - 50)
         self._last_running: set[int] = set()
+        #: Job ids Spark counted whose data its status store has not written yet
+        #: (listener events arrive after submission), with how many polls missed them.
+        self._unwritten: dict[int, int] = {}
 
     def poll(self, also: Iterable[int]) -> list[dict[str, Any]]:
         reader = self._reader
         total = reader.total_jobs()
         running = reader.running_jobs()
         running_ids = {int(d["jobId"]) for d in running}
-        ended = (self._last_running | set(range(self._last_total, total))) - running_ids
+        new = set(range(self._last_total, total))
+        ended = (self._last_running | new | set(self._unwritten)) - running_ids
         wanted = sorted(ended | set(also))[-_MAX_ENDED_PER_POLL:]
-        self._last_total, self._last_running = total, running_ids
-        jobs = running + [d for d in map(reader.job, wanted) if d is not None]
+        fetched = {job_id: reader.job(job_id) for job_id in wanted}
+        for job_id, data in fetched.items():
+            if data is not None:
+                self._unwritten.pop(job_id, None)
+            elif job_id in new or job_id in self._unwritten:  # not written yet: ask again
+                misses = self._unwritten.get(job_id, 0) + 1
+                if misses < _MAX_MISSES:
+                    self._unwritten[job_id] = misses
+                else:  # evicted (spark.ui.retainedJobs), or never to come
+                    self._unwritten.pop(job_id, None)
+        jobs = running + [d for d in fetched.values() if d is not None]
+        # A job read one by one may still run (it started between the two reads):
+        # read it again next time, as every running job.
+        self._last_total = total
+        self._last_running = running_ids | {
+            int(d["jobId"]) for d in fetched.values() if d and d.get("status") == "RUNNING"
+        }
         for data in jobs:  # the session Spark ran it in (SQL jobs only)
             tags = (str(t) for t in data.get("jobTags", ()))
             data["sparkSession"] = next((t for t in tags if _SESSION_TAG.fullmatch(t)), "")

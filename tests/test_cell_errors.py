@@ -1,0 +1,29 @@
+"""The one line a cancelled cell ends with, picked out of Spark's errors (no Spark)."""
+
+from __future__ import annotations
+
+from jupyter_spark_sessions.cell_errors import cancellation_line
+
+JAVA = (
+    "An error occurred while calling o71.collectToPython.\n"
+    ": org.apache.spark.SparkException: [SPARK_JOB_CANCELLED] Job 3 cancelled part of "
+    "cancelled job tags jss:a:10 SQLSTATE: XXKDA\n"
+    "\tat org.apache.spark.errors.SparkCoreErrors$.jobCancelled(SparkCoreErrors.scala:1)\n"
+)
+
+
+def test_a_cancelled_job_is_spark_s_own_line_without_the_stack() -> None:
+    line = cancellation_line(RuntimeError(JAVA))
+    assert line == "[SPARK_JOB_CANCELLED] Job 3 cancelled part of cancelled job tags jss:a:10"
+
+
+def test_a_cancelled_connect_operation_and_a_cause_chain_are_found() -> None:
+    grpc = RuntimeError("(org.apache.spark.SparkException) [OPERATION_CANCELED] Operation x")
+    try:
+        raise ValueError("wrapper") from grpc
+    except ValueError as wrapped:
+        assert cancellation_line(wrapped) == "[OPERATION_CANCELED] Operation x"
+
+
+def test_a_real_failure_is_not_a_cancellation() -> None:
+    assert cancellation_line(ValueError("[DIVIDE_BY_ZERO] Division by zero")) is None

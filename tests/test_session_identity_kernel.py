@@ -1,0 +1,544 @@
+"""Whose job is it: a job lands in the Spark session that ran it, through a real kernel
+(jupyter_client) on real classic Spark, on three masters: ``local[2]``,
+``local-cluster[2,1,1024]`` (executor processes) and a real standalone cluster (a master
+and two workers started from the installed PySpark, see conftest).
+
+Spark's own record is the truth each test checks the board against: a SQL/DataFrame job
+carries its session's ``spark-session-<uuid>`` tag (Spark's status tracker,
+``getJobIdsForTag``); the board must show it under that session, in the group of the
+cell that started it (``<session>:<execution count>``), or ``<session>:background`` when
+no managed cell started it. RDD jobs, which Spark gives no session, belong to the
+session the thread is bound to. A cancel reaches exactly the jobs shown under what was
+cancelled: the other session's job, even one carrying the same cell's thread tag, runs
+on to its correct result. Binding a session makes it Spark's active session. The
+kernel's Interrupt cancels its cell's jobs only.
+
+Every executor has one core: a job of two partitions holds both slots, so the other
+session's job waits for them and runs once the cancelled tasks are gone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from conftest import StandaloneCluster, start_extension_kernel
+from test_job_board_kernel import board
+from test_job_board_kernel import request as protocol_request
+
+from kernel_driver import Kernel
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+MASTERS = ["local[2]", "local-cluster[2,1,1024]", "standalone"]
+
+# Kernel-side helpers. Job ids are dense, so the jobs started since the last call are
+# those from the cursor on; Spark's session tag on each says which session ran it.
+SETUP = """
+import functools
+import threading
+import time
+from pyspark import InheritableThread
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import udf
+
+_reg = __import__('jupyter_spark_sessions').default_registry()
+a_s, b_s = _reg.session('a'), _reg.session('b')
+_sc = a_s.sparkContext
+_jtracker = _sc._jsc.sc().statusTracker()
+_cursor = [0]
+
+
+def _settle():
+    # Spark's status store is fed by an asynchronous listener bus.
+    _sc._jsc.sc().listenerBus().waitUntilEmpty(10000)
+
+
+def _jss_new_jobs():
+    '''[job id, the managed session whose spark-session tag it carries, or None (an
+    RDD job)] for every job started since the last call.'''
+    _settle()
+    tracker, new = _sc.statusTracker(), []
+    while tracker.getJobInfo(_cursor[0]) is not None:
+        new.append(_cursor[0])
+        _cursor[0] += 1
+    owner = {}
+    for name in ('a', 'b'):
+        tag = _reg.session(name)._jsparkSession.sessionJobTag()
+        for job in _jtracker.getJobIdsForTag(tag):
+            owner[int(job)] = name
+    return [[job, owner.get(job)] for job in new]
+
+
+def _uuid(name):
+    return _reg.session(name)._jsparkSession.sessionUUID()
+
+
+def _active():
+    '''The sessions Spark calls active in this thread: [getActiveSession(), active()].'''
+    found = SparkSession.getActiveSession()
+    try:
+        active = SparkSession.active()._jsparkSession.sessionUUID()
+    except Exception as exc:
+        active = f'raised {type(exc).__name__}: {exc}'[:200]
+    return [found._jsparkSession.sessionUUID() if found is not None else None, active]
+
+
+@udf('long')
+def _slow1(x):
+    import time
+    time.sleep(1)
+    return x
+
+
+@udf('long')
+def _slow60(x):
+    import time
+    time.sleep(60)
+    return x
+
+
+def _slow_sum(session, rows, partitions=2):
+    '''Sum of 0..rows-1, one second per row: a DataFrame job with a Python UDF.'''
+    df = session.range(0, rows, 1, partitions).select(_slow1('id').alias('v'))
+    return sum(r.v for r in df.collect())
+
+
+def _endless(session, partitions=2):
+    '''A DataFrame job whose every task sleeps 60 s: it only ends by a cancel.'''
+    return session.range(0, partitions, 1, partitions).select(_slow60('id')).collect()
+
+
+_results, _threads = {}, {}
+
+
+def _record(key, job):
+    try:
+        _results[key] = job()
+    except BaseException as exc:
+        _results[key] = 'error: ' + str(exc)[:500]
+
+
+def _start(key, job, inheritable=True):
+    '''Run job() in a thread; an InheritableThread keeps the starting cell's job tags.'''
+    kind = InheritableThread if inheritable else threading.Thread
+    thread = kind(target=functools.partial(_record, key, job))
+    thread.daemon = True
+    _threads[key] = thread
+    thread.start()
+
+
+def _join(key, timeout=120):
+    _threads[key].join(timeout)
+    return _results.get(key, 'still running' if _threads[key].is_alive() else 'no result')
+
+
+def _cleanup():
+    '''Between tests: no job of a failed test may hold the slots of the next one.'''
+    if _sc.statusTracker().getActiveJobsIds():
+        _sc.cancelAllJobs()
+    deadline = time.monotonic() + 30
+    while _sc.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for thread in _threads.values():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    _threads.clear()
+    _jss_new_jobs()
+"""
+
+
+@dataclass
+class Env:
+    """One kernel on one master, with sessions a and b."""
+
+    kernel: Kernel
+    master: str  # as the kernel's SparkContext reports it
+    cluster: StandaloneCluster | None
+    create_seconds: float  # the first `create`, which starts the SparkContext
+
+
+def kernel_config(master: str) -> str:
+    return (
+        f"c.SparkSessionsConfig.default_master = {master!r}\n"
+        "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false', "
+        "'spark.ui.showConsoleProgress': 'false', 'spark.driver.host': '127.0.0.1', "
+        "'spark.driver.bindAddress': '127.0.0.1'}\n"
+    )
+
+
+@pytest.fixture(scope="module", params=MASTERS)
+def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    cluster = None
+    master = request.param
+    if master == "standalone":
+        cluster = request.getfixturevalue("standalone_cluster")
+        master = cluster.url
+    kernel = start_extension_kernel(
+        tmp_path_factory, kernel_config(master), env={"SPARK_LOCAL_IP": "127.0.0.1"}
+    )
+    started = time.monotonic()
+    kernel.ok("%spark_session create a\n%spark_session create b")
+    create_seconds = time.monotonic() - started
+    kernel.ok(SETUP)
+    yield Env(kernel, master, cluster, create_seconds)
+    kernel.shutdown()
+
+
+@pytest.fixture
+def kernel(env: Env) -> Iterator[Kernel]:
+    """The env's kernel, bound to a, with no job of an earlier test left running."""
+    env.kernel.ok("%spark_session use a\n_jss_new_jobs()")
+    yield env.kernel
+    env.kernel.execute("_cleanup()", timeout=90)
+
+
+# -- reading the board -------------------------------------------------------------------
+
+
+def groups(kernel: Kernel) -> dict[str, dict[str, Any]]:
+    """The board's groups by id, read on the control channel."""
+    return {g["id"]: g for g in board(kernel)["groups"]}
+
+
+def where_filed(
+    kernel: Kernel, job_ids: list[int], timeout: float = 20
+) -> dict[int, list[tuple[str, str]]]:
+    """Where the board shows each job: job id -> [(group id, group session), ...], once it
+    shows all of them (or ``timeout`` passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found: dict[int, list[tuple[str, str]]] = {job: [] for job in job_ids}
+        for group in board(kernel)["groups"]:
+            for job in group["jobs"]:
+                if job["id"] in found:
+                    found[job["id"]].append((group["id"], group["session"]))
+        if all(found.values()) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def assert_filed(kernel: Kernel, expected: dict[int, tuple[str, str]]) -> None:
+    """The board shows every job in exactly the expected (group, session)."""
+    assert expected, "the cell ran no job Spark recorded"
+    shown = where_filed(kernel, sorted(expected))
+    missing = sorted(job for job, where in shown.items() if not where)
+    assert shown == {job: [where] for job, where in expected.items()}, (
+        f"board (job -> [(group, session)]) differs from Spark's session of each job; "
+        f"jobs Spark ran that the board does not show: {missing}; "
+        f"groups now: {sorted(groups(kernel))}"
+    )
+
+
+def new_jobs(kernel: Kernel) -> list[tuple[int, str | None]]:
+    """The jobs Spark started since the last call, with the session Spark says ran each."""
+    return [(job, owner) for job, owner in kernel.value("_jss_new_jobs()")]
+
+
+def wait_until(
+    kernel: Kernel, what: str, found: Callable[[dict[str, dict[str, Any]]], bool], timeout: float
+) -> dict[str, dict[str, Any]]:
+    """Poll the board until ``found(groups)``; fail with what it showed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = groups(kernel)
+        if found(now):
+            return now
+        if time.monotonic() > deadline:
+            shown = {
+                g: (v["session"], v["state"], [j["status"] for j in v["jobs"]])
+                for g, v in now.items()
+            }
+            raise AssertionError(f"{what}: not within {timeout} s; board groups: {shown}")
+        time.sleep(0.2)
+
+
+def running(group: dict[str, Any] | None) -> bool:
+    return group is not None and any(j["status"] == "RUNNING" for j in group["jobs"])
+
+
+def spark_active_jobs(kernel: Kernel) -> list[int]:
+    return sorted(kernel.value("list(_sc.statusTracker().getActiveJobsIds())"))
+
+
+# -- the tests -------------------------------------------------------------------------
+
+
+def test_the_kernel_runs_on_its_master_with_executors(env: Env) -> None:
+    """The fixtures work: the context runs on the master asked for, executors included."""
+    kernel = env.kernel
+    assert kernel.value("_sc.master") == env.master
+    started = time.monotonic()
+    want = 1 if env.master.startswith("local[") else 3  # the driver, and two executors
+    while kernel.value("len(_jtracker.getExecutorInfos())") < want:
+        assert time.monotonic() - started < 120, kernel.value("len(_jtracker.getExecutorInfos())")
+        time.sleep(0.5)
+    executors_seconds = time.monotonic() - started
+    assert kernel.value("a_s.range(0, 4, 1, 2).selectExpr('sum(id)').first()[0]") == 6
+    print(
+        f"{env.master}: create a (starts the context) {env.create_seconds:.1f} s, "
+        f"executors up {executors_seconds:.1f} s after, first job done "
+        f"{time.monotonic() - started:.1f} s after"
+        + (f"; cluster up in {env.cluster.start_seconds:.1f} s" if env.cluster else "")
+    )
+    if env.cluster is not None:
+        status = env.cluster.status()
+        apps = [a for a in status["activeapps"] if a["name"] == "jupyter_spark_sessions"]
+        assert len(apps) == 1 and apps[0]["cores"] == 2, status["activeapps"]
+        assert status["aliveworkers"] == 2
+
+
+def test_a_job_of_session_b_in_a_cell_bound_to_a_is_filed_under_b(kernel: Kernel) -> None:
+    ran = kernel.ok("b_s.range(0, 4, 1, 2).selectExpr('sum(id)').collect()[0][0]")
+    assert ran.result_text == "6"
+    count = ran.execution_count
+    jobs = new_jobs(kernel)
+    assert jobs and all(owner == "b" for _, owner in jobs), f"Spark: session b ran {jobs}"
+    assert_filed(kernel, {job: (f"b:{count}", "b") for job, _ in jobs})
+    group_a = groups(kernel).get(f"a:{count}")
+    assert group_a is None or not group_a["jobs"], group_a
+
+
+def test_a_cell_that_ran_jobs_in_two_sessions_shows_one_group_in_each(kernel: Kernel) -> None:
+    ran = kernel.ok(
+        "_x = spark.range(0, 6, 1, 2).selectExpr('sum(id)').collect()[0][0]\n"
+        "_y = b_s.range(0, 4, 1, 2).selectExpr('sum(id)').collect()[0][0]\n"
+        # An RDD job has no Spark session: it belongs to the binding (a), whoever's
+        # context object started it.
+        "_z = b_s.sparkContext.parallelize(range(4), 2).sum()\n"
+        "(_x, _y, _z)"
+    )
+    assert ran.result_text == "(15, 6, 6)"
+    count = ran.execution_count
+    jobs = new_jobs(kernel)
+    owners = {owner for _, owner in jobs}
+    assert owners == {"a", "b", None}, f"Spark: {jobs}"
+    assert_filed(
+        kernel,
+        {job: (f"{owner or 'a'}:{count}", owner or "a") for job, owner in jobs},
+    )
+
+
+def test_cancel_a_group_spares_the_other_sessions_job_of_the_same_cell(kernel: Kernel) -> None:
+    """Both threads carry the cell's thread tag (``jss:a:N``); only a's job is a's."""
+    count = kernel.ok(
+        "_start('b', lambda: _slow_sum(b_s, 6))\n_start('a', lambda: _endless(spark))"
+    ).execution_count
+    group_a, group_b = f"a:{count}", f"b:{count}"
+    now = wait_until(
+        kernel,
+        f"a's job in {group_a} and b's in {group_b}",
+        lambda g: running(g.get(group_a)) and running(g.get(group_b)),
+        timeout=30,
+    )
+    assert now[group_a]["session"] == "a" and now[group_b]["session"] == "b"
+
+    reply, seconds = protocol_request(
+        kernel, {"version": 1, "action": "cancel", "groups": [group_a], "request_id": "c1"}
+    )
+    assert reply["status"] == "ok" and reply["cancelling"] == [group_a], reply
+    assert seconds < 1.0
+    after = groups(kernel)
+    assert after[group_b]["state"] == "running", "b's job must not be cancelling"
+
+    assert "SPARK_JOB_CANCELLED" in str(kernel.value("_join('a', 60)"))
+    assert kernel.value("_join('b')") == 15, "b's job runs on to its result"
+    ended = wait_until(
+        kernel,
+        "a cancelled, b succeeded",
+        lambda g: g[group_a]["state"] == "cancelled" and g[group_b]["state"] == "succeeded",
+        timeout=30,
+    )
+    assert [j["status"] for j in ended[group_b]["jobs"]] == ["SUCCEEDED"]
+    jobs = new_jobs(kernel)
+    assert {owner for _, owner in jobs} == {"a", "b"}, f"Spark: {jobs}"
+    assert_filed(kernel, {job: (f"{owner}:{count}", str(owner)) for job, owner in jobs})
+
+
+def test_a_thread_of_a_b_cell_using_the_global_spark_runs_in_a(kernel: Kernel) -> None:
+    """The thread inherits the ``%%spark_session b`` cell's tags but reads ``spark`` when
+    the cell is over: its job runs in session a, and the board and cancel say so."""
+    count = kernel.ok(
+        "%%spark_session b\n"
+        "_go = threading.Event()\n"
+        "def _global_spark_job():\n"
+        "    _go.wait(60)\n"
+        "    return _endless(globals()['spark'])  # read after the cell: session a\n"
+        "_start('global', _global_spark_job)"
+    ).execution_count
+    kernel.ok("_go.set()")
+    group_a = f"a:{count}"
+    shown = wait_until(
+        kernel,
+        "the thread's job on the board",
+        lambda g: any(running(v) for v in g.values()),
+        timeout=30,
+    )
+    holding = {gid: v["session"] for gid, v in shown.items() if running(v)}
+    assert holding == {group_a: "a"}, (
+        f"a's job shown in {holding}: "
+        f"{ {g: shown[g]['jobs'] for g in holding} }; Spark runs {spark_active_jobs(kernel)}"
+    )
+    jobs = new_jobs(kernel)
+    assert [owner for _, owner in jobs] == ["a"], f"Spark: {jobs}"
+    job_id = jobs[0][0]
+
+    out = kernel.ok("%spark_session cancel --session b").stdout
+    assert group_a not in out, out
+    time.sleep(1.5)  # the board's producer makes cancels at once; give Spark a moment
+    assert job_id in spark_active_jobs(kernel), "cancel --session b cancelled a's job"
+    assert groups(kernel)[group_a]["state"] == "running"
+
+    # A job of b meanwhile, which cancelling a must leave alone.
+    count_b = kernel.ok(
+        "%%spark_session b\n_start('b', lambda s=spark: _slow_sum(s, 6))"
+    ).execution_count
+    group_b = f"b:{count_b}"
+    wait_until(kernel, f"b's job in {group_b}", lambda g: running(g.get(group_b)), timeout=60)
+    out = kernel.ok("%spark_session cancel --session a").stdout
+    assert group_a in out and group_b not in out, out
+    assert "SPARK_JOB_CANCELLED" in str(kernel.value("_join('global', 60)"))
+    assert kernel.value("_join('b')") == 15
+    wait_until(
+        kernel,
+        f"{group_a} cancelled, {group_b} succeeded",
+        lambda g: g[group_a]["state"] == "cancelled" and g[group_b]["state"] == "succeeded",
+        timeout=30,
+    )
+    more = new_jobs(kernel)
+    assert [owner for _, owner in more] == ["b"], f"Spark: {more}"
+    assert_filed(kernel, {job_id: (group_a, "a"), more[0][0]: (group_b, "b")})
+
+
+def test_jobs_started_outside_managed_cells_are_each_sessions_background_group(
+    kernel: Kernel,
+) -> None:
+    # Plain threads do not inherit the cell's tags: no cell started these jobs.
+    kernel.ok(
+        "_start('b', lambda: _endless(b_s), inheritable=False)\n"
+        "_start('a', lambda: _slow_sum(a_s, 6), inheritable=False)"
+    )
+    shown = wait_until(
+        kernel,
+        "b:background and a:background running",
+        lambda g: running(g.get("b:background")) and running(g.get("a:background")),
+        timeout=30,
+    )
+    assert shown["b:background"]["session"] == "b"
+    assert shown["a:background"]["session"] == "a"
+
+    out = kernel.ok("%spark_session cancel b:background").stdout
+    assert "b:background" in out and "a:background" not in out, out
+    assert "SPARK_JOB_CANCELLED" in str(kernel.value("_join('b', 60)"))
+    assert kernel.value("_join('a')") == 15, "a's background job runs on to its result"
+    jobs = new_jobs(kernel)
+    assert sorted(str(owner) for _, owner in jobs) == ["a", "b"], f"Spark: {jobs}"
+    assert_filed(kernel, {job: (f"{owner}:background", str(owner)) for job, owner in jobs})
+    ended = groups(kernel)
+    status = {g: [j["status"] for j in ended[g]["jobs"] if j["id"] in dict(jobs)] for g in ended}
+    assert status["a:background"] == ["SUCCEEDED"] and status["b:background"] == ["FAILED"]
+
+    # A cell in which `spark` is no managed session: its jobs are background jobs too.
+    kernel.ok("spark = None")
+    ran = kernel.ok("b_s.range(0, 4, 1, 2).selectExpr('sum(id)').collect()[0][0]")
+    assert ran.result_text == "6"
+    jobs = new_jobs(kernel)
+    assert jobs and {owner for _, owner in jobs} == {"b"}, f"Spark: {jobs}"
+    assert_filed(kernel, {job: ("b:background", "b") for job, _ in jobs})
+
+
+def test_binding_makes_the_session_sparks_active_one(kernel: Kernel) -> None:
+    a, b = kernel.value("_uuid('a')"), kernel.value("_uuid('b')")
+    kernel.ok("%spark_session use b")
+    assert kernel.value("_active()") == [b, b], "after use b"
+    kernel.ok("%spark_session use a")
+    assert kernel.value("_active()") == [a, a], "after use a"
+
+    kernel.ok("%%spark_session b\n_inside = _active()")
+    assert kernel.value("_inside") == [b, b], "inside %%spark_session b"
+    assert kernel.value("_active()") == [a, a], "after the %%spark_session b cell"
+
+    kernel.ok(
+        "with _reg.running_in('b', execution_count=9201):\n"
+        "    _in_block = _active()\n"
+        "_after_block = _active()"
+    )
+    assert kernel.value("_in_block") == [b, b], "inside running_in('b')"
+    assert kernel.value("_after_block") == [a, a], "after running_in('b')"
+
+    # Per thread: a thread inside running_in('b') does not change the main thread's.
+    kernel.ok(
+        "_probe, _hold, _entered = {}, threading.Event(), threading.Event()\n"
+        "def _in_thread():\n"
+        "    with _reg.running_in('b', execution_count=9202):\n"
+        "        _probe['in'] = _active()\n"
+        "        _entered.set()\n"
+        "        _hold.wait(30)\n"
+        "_t = threading.Thread(target=_in_thread)\n"
+        "_t.start()\n"
+        "_entered.wait(30)"
+    )
+    assert kernel.value("_probe['in']") == [b, b], "a thread's running_in('b')"
+    assert kernel.value("_active()") == [a, a], "the main thread while the thread is in b"
+    kernel.ok("_hold.set(); _t.join(30)")
+
+
+def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel) -> None:
+    """Interrupt during a cell of a: that cell ends with KeyboardInterrupt, its group is
+    cancelled and its slots freed, py4j still works, and b's background job (a thread in
+    ``running_in('b')``, started before) finishes with the right sum."""
+    kernel.ok(
+        "def _b_in_background():\n"
+        "    with _reg.running_in('b', execution_count=9301) as s:\n"
+        "        return _slow_sum(s, 10, partitions=1)\n"
+        "_start('b', _b_in_background, inheritable=False)"
+    )
+    wait_until(
+        kernel,
+        "b's background job with a running task",
+        lambda g: running(g.get("b:9301")) and g["b:9301"]["tasks"]["active"] > 0,
+        timeout=30,
+    )
+    busy = kernel.client.execute("_endless(spark, partitions=4)")
+    shown = wait_until(
+        kernel,
+        "the cell's job of a with a running task",
+        lambda g: any(
+            v["session"] == "a" and v["cell_running"] and running(v) and v["tasks"]["active"] > 0
+            for v in g.values()
+        ),
+        timeout=30,
+    )
+    group_a = next(gid for gid, v in shown.items() if v["session"] == "a" and v["cell_running"])
+    assert shown["b:9301"]["state"] == "running", "b's job must still run at the interrupt"
+
+    assert kernel.manager is not None
+    kernel.manager.interrupt_kernel()
+    started = time.monotonic()
+    result = kernel.collect(busy, timeout=60)
+    assert result.status == "error"
+    assert result.error_name == "KeyboardInterrupt", (
+        f"{result.error_name}: {result.error_value[:300]}"
+    )
+    assert time.monotonic() - started < 15
+    assert group_a == f"a:{result.execution_count}"
+
+    wait_until(
+        kernel,
+        f"{group_a} cancelled with its slots free",
+        lambda g: g[group_a]["state"] == "cancelled" and g[group_a]["tasks_still_running"] == 0,
+        timeout=30,
+    )
+    jobs = new_jobs(kernel)  # b's job and the interrupted cell's
+    assert "a" in {owner for _, owner in jobs}, f"Spark: {jobs}"
+    filed = {job: (group_a, "a") for job, owner in jobs if owner == "a"}
+    filed.update({job: ("b:9301", "b") for job, owner in jobs if owner == "b"})
+    assert_filed(kernel, filed)
+    assert kernel.ok("spark.range(3).count()").result_text == "3", "py4j still works"
+    assert kernel.value("_join('b')") == 45, "b's background job finishes"
+    ended = wait_until(
+        kernel, "b:9301 succeeded", lambda g: g["b:9301"]["state"] != "running", timeout=30
+    )
+    assert ended["b:9301"]["state"] == "succeeded"
