@@ -195,7 +195,7 @@ def _help_text() -> str:
         "",
     ]
     details = [sub.format_help().strip() for sub in _SUBCOMMANDS.values()]
-    return "\n".join(usage) + "\n\n".join(details)
+    return "\n".join(usage) + "\n" + "\n\n".join(details)
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -33,3 +33,10 @@ def test_format_table_aligns_columns() -> None:
     assert lines[0] == "name       jobs"
     assert lines[1] == "---------  ----"
     assert lines[3] == "long-name  22"
+
+
+def test_help_is_plain_line_magic_text_with_an_example_per_subcommand() -> None:
+    doc = SparkSessionMagics.spark_session.__doc__ or ""
+    assert "::" not in doc and "%%spark_session create" not in doc
+    for sub in (*SUBCOMMANDS, "add_file", "add_archive", "add_pyfile", "jobs", "cancel"):
+        assert f"Example: %spark_session {sub}" in doc
