@@ -1,4 +1,5 @@
-"""How a cell whose Spark jobs were cancelled ends: one line a user can read.
+"""How a cell whose Spark jobs were cancelled ends: one line a user can read (and the
+one line for a column or UDF of the other PySpark flavour).
 
 A cancel (the sidebar, the panel, ``cancel``, the REST relay, the kernel's Interrupt)
 makes the cell's Spark call fail with a Java or gRPC error of a hundred lines, the line
@@ -10,8 +11,10 @@ its traceback; ``%tb`` still shows the full one of a cancelled cell.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import traceback
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +44,28 @@ def cancellation_line(error: BaseException) -> str | None:
     return None
 
 
+#: What a cell sees when it hands a column or UDF of one PySpark flavour (classic or
+#: Spark Connect) to a session of the other: PySpark's own messages explain nothing.
+MIXED_FLAVOURS = (
+    "This mixes PySpark's classic and Spark Connect APIs: a column or UDF made in a cell "
+    "bound to one kind of session is used in the other kind. Make it in a cell bound to "
+    "the session that runs it (`%%spark_session NAME`, or after `%spark_session use NAME`)."
+)
+
+
+def mixes_flavours(error: BaseException, filenames: list[str]) -> bool:
+    """True when ``error``, raised in PySpark's SQL code (``filenames`` of its
+    traceback), is how PySpark fails on an object of the other API flavour."""
+    if not any(f"{os.sep}pyspark{os.sep}sql{os.sep}" in name for name in filenames):
+        return False
+    text = str(error)
+    return (
+        (isinstance(error, TypeError) and text == "'Column' object is not callable")
+        or "[JVM_ATTRIBUTE_NOT_SUPPORTED] Attribute `sparkContext`" in text
+        or ("[NOT_EXPECTED_TYPE]" in text and text.rstrip(".").endswith("got Column"))
+    )
+
+
 class CancelledCellErrors:
     """The shell's handler for errors of Spark calls (``set_custom_exc``)."""
 
@@ -59,7 +84,7 @@ class CancelledCellErrors:
         from pyspark.errors import PySparkException
 
         self.shell.set_custom_exc(  # type: ignore[no-untyped-call]
-            (Py4JJavaError, PySparkException), self._handle
+            (Py4JJavaError, PySparkException, TypeError), self._handle
         )
         self.installed = True
 
@@ -72,6 +97,8 @@ class CancelledCellErrors:
         tb_offset: int | None = None,
     ) -> Any:
         line = cancellation_line(value)
+        if line is None and mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
+            line = MIXED_FLAVOURS
         if line is None:  # a real failure: its whole traceback, as IPython shows it
             shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
             return None

@@ -27,3 +27,16 @@ def test_a_cancelled_connect_operation_and_a_cause_chain_are_found() -> None:
 
 def test_a_real_failure_is_not_a_cancellation() -> None:
     assert cancellation_line(ValueError("[DIVIDE_BY_ZERO] Division by zero")) is None
+
+
+def test_pysparks_errors_for_the_other_flavour_are_recognised_in_its_own_code() -> None:
+    from jupyter_spark_sessions.cell_errors import mixes_flavours
+
+    pyspark = ["/x/site-packages/pyspark/sql/connect/plan.py"]
+    assert mixes_flavours(TypeError("'Column' object is not callable"), pyspark)
+    got_column = TypeError(
+        "[NOT_EXPECTED_TYPE] Argument `col` should be Column or str, got Column."
+    )
+    assert mixes_flavours(got_column, pyspark)
+    assert not mixes_flavours(TypeError("'Column' object is not callable"), ["/home/me/x.py"])
+    assert not mixes_flavours(TypeError("unsupported operand"), pyspark)

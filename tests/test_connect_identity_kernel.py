@@ -365,3 +365,22 @@ def test_active_session_follows_the_binding_in_a_mixed_kernel(mixed: Kernel) -> 
     kernel.ok("with _reg.running_in('c', execution_count=9501):\n    _in_block = _active()")
     assert kernel.value("_in_block") == [c, c], "inside running_in('c')"
     assert kernel.value("_active()") == [k, k], "after running_in('c')"
+
+
+def test_a_column_or_udf_of_the_other_flavour_is_one_line_saying_so(mixed: Kernel) -> None:
+    kernel = mixed
+    kernel.ok(
+        "%%spark_session k\nfrom pyspark.sql.functions import lit, udf\n"
+        "_classic_col = lit(1)\n_classic_udf = udf(lambda x: x, 'long')"
+    )
+    kernel.ok("%%spark_session c\n_connect_col = lit(2)")
+    for cell in (
+        "%%spark_session c\nspark.range(2).select(_classic_col).collect()",
+        "%%spark_session c\nspark.range(2).select(_classic_udf('id')).collect()",
+        "%%spark_session k\nspark.range(2).select(_connect_col).collect()",
+    ):
+        result = kernel.execute(cell)
+        assert result.status == "error"
+        assert len(result.traceback) == 1, result.traceback
+        assert "mixes PySpark's classic and Spark Connect APIs" in result.traceback[0]
+    assert kernel.ok("%%spark_session c\nspark.range(2).select(lit(3)).collect()[0][0]")
