@@ -24,6 +24,7 @@ from .errors import (
     SparkSessionsError,
     UnknownGroupError,
     UnknownSessionError,
+    UnsupportedKernelError,
 )
 from .job_tags import group_id, group_tag, parse_tag, session_tag
 from .registry import ManagedSession, Release, SessionInfo, SessionRegistry, default_registry
@@ -54,6 +55,7 @@ __all__ = [
     "SparkSessionsError",
     "UnknownGroupError",
     "UnknownSessionError",
+    "UnsupportedKernelError",
     "__version__",
     "default_registry",
     "group_id",
@@ -104,13 +106,18 @@ def load_ipython_extension(ip: Any) -> None:
     registry.config.remove_dead_kernel_folders()
     tagging = CellJobTagging(ip, registry)
     interrupts = CellInterrupts(ip, registry, CancelledCellErrors(ip))
-    ip.register_magics(SparkSessionMagics(ip, registry, tagging))
     kernel = getattr(ip, "kernel", None)
     if kernel is not None:  # in a Jupyter kernel (not a terminal IPython)
+        from IPython.core.error import UsageError
+
         from .kernel import KernelChannels
         from .request_handler import RequestHandler
 
-        KernelChannels(kernel, RequestHandler(registry, registry.board)).install()
+        try:
+            KernelChannels(kernel, RequestHandler(registry, registry.board)).install()
+        except UnsupportedKernelError as exc:  # before anything is registered
+            raise UsageError(f"jupyter_spark_sessions cannot load: {exc}") from None
+    ip.register_magics(SparkSessionMagics(ip, registry, tagging))
     tagging.register()
     interrupts.register()  # after tagging: a cell's tags are pushed first
     # Release sessions and stop a context this project started when the kernel exits.

@@ -433,8 +433,11 @@ class JobBoard:
             if not g.job_ids and not g.operation_ids and g.count not in running_cells
         ]:
             del self._groups[gid]
+        # A cell's description outlives its groups for a while: a thread it started may
+        # run its first job after the cell ended (its group appears only then).
         counts = {g.count for g in self._groups.values()}
-        for n in [n for n in self._cells if n not in counts and n not in running_cells]:
+        spare = [n for n in self._cells if n not in counts and n not in running_cells]
+        for n in spare[: max(0, len(spare) - self.config.retained_groups)]:
             del self._cells[n]
         return [v for v in shown if v.id not in dropped]
 

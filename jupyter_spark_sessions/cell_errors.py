@@ -67,7 +67,7 @@ def mixes_flavours(error: BaseException, filenames: list[str]) -> bool:
 
 
 class CancelledCellErrors:
-    """The shell's handler for errors of Spark calls (``set_custom_exc``)."""
+    """How the shell shows the errors of Spark calls (wrapping ``showtraceback``)."""
 
     def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
@@ -76,39 +76,28 @@ class CancelledCellErrors:
         self.interrupted: str | None = None
 
     def install(self) -> None:
-        """Handle Spark's errors from now on (needs pyspark: called at the first
-        session, not at ``%load_ext``)."""
-        if self.installed:
-            return
-        from py4j.protocol import Py4JJavaError
-        from pyspark.errors import PySparkException
+        """Shorten Spark's errors from now on (at the first managed cell)."""
+        if not self.installed:
+            ipykernel_internals.wrap_showtraceback(self.shell, self._show)
+            self.installed = True
 
-        self.shell.set_custom_exc(  # type: ignore[no-untyped-call]
-            (Py4JJavaError, PySparkException, TypeError), self._handle
-        )
-        self.installed = True
-
-    def _handle(
-        self,
-        shell: Any,
-        etype: type[BaseException],
-        value: BaseException,
-        tb: TracebackType | None,
-        tb_offset: int | None = None,
-    ) -> Any:
+    def _show(self, error: tuple[type[BaseException], BaseException, TracebackType | None]) -> bool:
+        """Show ``error`` in one line if it is a cancellation or a mixed-flavour error;
+        False (IPython shows the whole traceback) for anything else."""
+        etype, value, tb = error
         line = cancellation_line(value)
         if line is None and mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
             line = MIXED_FLAVOURS
-        if line is None:  # a real failure: its whole traceback, as IPython shows it
-            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
-            return None
+        if line is None:
+            return False
         sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %tb
         if self.interrupted is not None:
-            text = f"{self.interrupted} ({line})"
-            ipykernel_internals.show_error(shell, KeyboardInterrupt, text)
+            ipykernel_internals.show_error(
+                self.shell, KeyboardInterrupt, f"{self.interrupted} ({line})"
+            )
         else:
-            ipykernel_internals.show_error(shell, etype, line)
-        return None
+            ipykernel_internals.show_error(self.shell, etype, line)
+        return True
 
     def ended(self, result: Any) -> None:
         """After the cell: an interrupted cell whose Spark call failed because of the

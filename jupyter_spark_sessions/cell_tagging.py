@@ -11,6 +11,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+import IPython
+
 from . import job_tags
 from .registry import ManagedSession, SessionRegistry
 
@@ -18,6 +20,10 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
 log = logging.getLogger(__name__)
+
+#: IPython >= 9.8 counts a cell (one stored in history) before ``pre_run_cell`` fires;
+#: earlier releases, which include every IPython for Python 3.10, when the cell ends.
+COUNTED_BEFORE_PRE_RUN_CELL = tuple(IPython.version_info[:2]) >= (9, 8)
 
 
 class CellJobTagging:
@@ -44,9 +50,8 @@ class CellJobTagging:
         """Tag the jobs of the cell about to run, if ``spark`` is a managed session."""
         local = self._pushed
         local.value = None
-        # IPython has already counted this cell when the event fires (for cells stored
-        # in history): the number the frontend shows is one less.
-        count = self.shell.execution_count - (1 if getattr(info, "store_history", True) else 0)
+        counted = COUNTED_BEFORE_PRE_RUN_CELL and getattr(info, "store_history", True)
+        count = self.shell.execution_count - (1 if counted else 0)  # the In [N] shown
         local.count = count
         local.description = first_line(getattr(info, "raw_cell", ""))
         if not len(self.registry):

@@ -15,6 +15,7 @@ else that escapes is a bug and keeps its traceback.
     +-- ArtifactError            a file that cannot be added to a session
     +-- ConnectError             a Spark Connect server that cannot be reached or used
     +-- SessionRootError         a session_root that other users could change
+    +-- UnsupportedKernelError   an ipykernel without an internal the package needs
 """
 
 from __future__ import annotations
@@ -68,3 +69,7 @@ class ConnectError(SparkSessionsError):
 class SessionRootError(SparkSessionsError):
     """The folder for session files is unsafe (another user owns it or can write in it)
     or cannot be made."""
+
+
+class UnsupportedKernelError(SparkSessionsError):
+    """This ipykernel lacks an internal the package cannot work without."""

@@ -6,8 +6,11 @@ installed ipykernel so that an upgrade that changes one fails loudly.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
+
+from .errors import UnsupportedKernelError
 
 ControlHandler = Callable[[Any, Any, dict[str, Any]], None]
 
@@ -17,7 +20,10 @@ def add_control_handler(kernel: Any, msg_type: str, handler: ControlHandler) -> 
     control thread, so they are answered while the main shell runs a cell."""
     handlers = getattr(kernel, "control_handlers", None)
     if not isinstance(handlers, dict):
-        raise RuntimeError("this ipykernel has no control_handlers table")
+        raise UnsupportedKernelError(
+            "this ipykernel has no control_handlers table, which cancel during a busy "
+            "cell needs: use ipykernel 7.1 or later (< 8)"
+        )
     handlers[msg_type] = handler
 
 
@@ -51,3 +57,21 @@ def show_error(shell: Any, etype: type[BaseException], text: str) -> None:
     """Show an error as the cell's output in one line, named ``etype`` (IPython's
     ``_showtraceback``, which ipykernel sends as the IOPub ``error`` message)."""
     shell._showtraceback(etype, text, [f"{etype.__name__}: {text}"])
+
+
+ErrorShower = Callable[[tuple[Any, Any, Any]], bool]
+
+
+def wrap_showtraceback(shell: Any, show: ErrorShower) -> None:
+    """Let ``show(exc_info)`` display a cell's error its own way (returning True), else
+    IPython's ``showtraceback`` does. (``set_custom_exc`` would show the error twice:
+    IPython re-sends what its handler returns.)"""
+    original = shell.showtraceback
+
+    def showtraceback(exc_tuple: Any = None, *args: Any, **kwargs: Any) -> Any:
+        error = exc_tuple if exc_tuple is not None else sys.exc_info()
+        if error[0] is not None and not kwargs.get("exception_only") and show(error):
+            return None
+        return original(exc_tuple, *args, **kwargs)
+
+    shell.showtraceback = showtraceback

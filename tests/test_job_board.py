@@ -310,3 +310,12 @@ def test_connect_failures_and_lost_servers_are_told_apart() -> None:
     assert connect.problem_after(None, problem) == ""  # a query that went through again
     lost = RuntimeError("[INVALID_HANDLE.SESSION_NOT_FOUND] gone")
     assert "no longer knows this session" in connect.problem_after(lost, "")
+
+
+def test_a_threads_first_job_after_its_cell_ended_keeps_the_cells_description() -> None:
+    board = make_board("b")
+    board.cell_started("b", 3, "start_thread()")
+    board.cell_finished("b", 3)
+    feed(board)  # the cell ran no job itself: no group yet
+    snap = feed(board, job_data(1, tags=("jss:b", "jss:b:3")))  # the thread's job
+    assert snap.group("b:3").description == "start_thread()"  # type: ignore[union-attr]

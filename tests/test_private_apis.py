@@ -267,6 +267,12 @@ def test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group(
     session.range(2).select(udf(lambda x: x, "long")("id")).collect()
     kernel_group = os.getpgid(0)
     jvm = psutil.Process(classic.gateway_process().pid)  # type: ignore[union-attr]
-    daemons = [p for p in jvm.children(recursive=True) if "spark_daemon" in " ".join(p.cmdline())]
+    daemons = []
+    for child in jvm.children(recursive=True):
+        try:
+            if "spark_daemon" in " ".join(child.cmdline()):
+                daemons.append(child)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):  # a worker that just ended
+            continue
     assert daemons, "the context does not run jupyter_spark_sessions.spark_daemon"
     assert all(os.getpgid(p.pid) != kernel_group for p in daemons)

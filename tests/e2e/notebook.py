@@ -60,6 +60,16 @@ def run_cell(page: Any, index: int) -> None:
     page.keyboard.press("Shift+Enter")
 
 
+def rerun_after_run_all_stopped(page: Any, index: int) -> None:
+    """Run a cell again after "Run All" stopped at an error before it. ipykernel aborts
+    every execute request until it has gone through the queue the error left (its
+    stop-on-error window): a request sent in that moment is aborted too, so wait for the
+    kernel to be idle and the window to pass."""
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    page.wait_for_timeout(2_000)
+    run_cell(page, index)
+
+
 def cell_output(page: Any, index: int) -> Any:
     return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
 

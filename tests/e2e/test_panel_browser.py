@@ -16,8 +16,8 @@ from .notebook import (
     cell_output,
     open_notebook,
     open_sidebar,
+    rerun_after_run_all_stopped,
     run_all,
-    run_cell,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
@@ -53,5 +53,5 @@ def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None
         f"[data-testid='jss-group'][data-group='{group}'][data-state='cancelled']"
     ).wait_for(timeout=30_000)
 
-    run_cell(page, 4)
+    rerun_after_run_all_stopped(page, 4)
     cell_output(page, 4).locator("text=b result: {'sum': 45}").wait_for(timeout=120_000)

@@ -18,6 +18,7 @@ from .notebook import (
     cell_output,
     open_notebook,
     open_sidebar,
+    rerun_after_run_all_stopped,
     run_all,
     run_cell,
 )
@@ -104,7 +105,7 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     sidebar.locator("[data-testid='jss-group'][data-group='a:3'][data-state='cancelled']").wait_for(
         timeout=30_000
     )
-    run_cell(page, 3)
+    rerun_after_run_all_stopped(page, 3)
     cell_output(page, 3).locator("text=b result: {'sum': 45}").wait_for(timeout=120_000)
     sidebar.locator("[data-testid='jss-group'][data-group='b:2'][data-state='succeeded']").wait_for(
         timeout=30_000
