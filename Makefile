@@ -8,18 +8,35 @@ STAMP := $(VENV)/.installed
 SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src/*) \
 	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py)
 
-.PHONY: setup browser demo test lint typecheck pytest tstest bench clean
+.PHONY: setup browser demo test lint typecheck pytest tstest test-lowest test-newest bench clean
 
 setup: $(STAMP)
 
-$(STAMP): $(SOURCES)
-	bash scripts/ensure-java.sh
+# One wheel, with the built labextension (the TypeScript is built once), is what every
+# venv below installs: the same wheel users get, not an editable install.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+WHEEL_DIR := build/wheel
+WHEEL := $(WHEEL_DIR)/jupyter_spark_sessions-$(VERSION)-py3-none-any.whl
+
+$(WHEEL): $(SOURCES)
 	command -v node >/dev/null || { echo "Node.js 18+ is needed to build the JupyterLab extension"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# A regular (not editable) install: the same wheel, with the built labextension,
-	# that users get.
-	$(BIN)/python -m pip install --quiet ".[test]"
+	rm -rf $(WHEEL_DIR)
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(WHEEL_DIR) .
+	test -f $@
+
+# install-wheel VENV [PIP OPTIONS]: the dependencies (with the test extra), then this
+# very wheel even when a wheel of the same version is installed already.
+define install-wheel
+	$(1)/bin/python -m pip install --quiet --upgrade pip
+	$(1)/bin/python -m pip install --quiet $(2) "$(WHEEL)[test]"
+	$(1)/bin/python -m pip install --quiet --no-deps --force-reinstall "$(WHEEL)"
+endef
+
+$(STAMP): $(WHEEL)
+	bash scripts/ensure-java.sh
+	$(call install-wheel,$(VENV))
 	touch $@
 
 # JupyterLab refuses to run as root unless told to (containers and this kind of machine).
@@ -54,7 +71,79 @@ browser:
 pytest: setup browser
 	$(BIN)/python -m pytest
 
-test: lint typecheck tstest pytest
+test: lint typecheck tstest pytest test-lowest test-newest
+
+# Every version the package accepts, proved (issue 18). The oldest supported Python with
+# the lowest versions of the direct dependencies it allows (ci/lowest-direct.txt) runs
+# the kernel-level suite; the newest supported Python, with the newest releases, a smoke
+# subset. Each has its own venv, made from a pyenv interpreter (or one on PATH; set
+# PYTHON_OLDEST / PYTHON_NEWEST to choose); a missing interpreter fails, never skips.
+PYENV_VERSIONS := $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions
+PYTHON_OLDEST ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.10.*/bin/python3.10) $(shell command -v python3.10))
+PYTHON_NEWEST ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.13.*/bin/python3.13) $(shell command -v python3.13))
+LOWEST_VENV ?= .venv-py310-lowest
+NEWEST_VENV ?= .venv-py313
+
+# The kernel-level suite: sessions, files, the board and cancel (the panel's click while
+# a cell is busy included), the demo notebooks, the private-API checks and fallbacks,
+# the REST relay, and the unit tests (seconds). Not the browser tests: JupyterLab's
+# frontend is not what varies with the Python packages.
+LOWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbacks.py \
+	tests/test_panel.py tests/test_job_board.py tests/test_job_tags.py \
+	tests/test_magic_parsing.py tests/test_registry_with_fake_backend.py \
+	tests/test_protocol_schema.py tests/test_artifacts.py tests/test_archives.py \
+	tests/test_package.py tests/test_private_apis.py tests/test_connect_private_apis.py \
+	tests/test_sessions_kernel.py tests/test_artifacts_kernel.py \
+	tests/test_job_board_kernel.py tests/test_server_relay.py tests/test_demos.py
+# The smoke subset: the private-API checks (which ipykernel routing is in force), the
+# panel, isolated sessions and their same-named files, a busy cell cancelled from the
+# control channel and from the panel, the demo that watches and cancels.
+NEWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbacks.py \
+	tests/test_panel.py tests/test_private_apis.py tests/test_connect_private_apis.py \
+	"tests/test_sessions_kernel.py::test_sessions_are_isolated_conf_and_temp_views" \
+	"tests/test_sessions_kernel.py::test_use_binds_spark_and_tags_the_cells_jobs" \
+	"tests/test_artifacts_kernel.py::test_same_names_in_two_sessions_each_read_their_own" \
+	"tests/test_job_board_kernel.py::test_control_request_cancels_busy_cell_and_spares_other_session" \
+	"tests/test_job_board_kernel.py::test_panel_cancel_click_on_a_subshell_cancels_while_the_cell_is_busy" \
+	"tests/test_demos.py::test_watch_and_cancel_demo_cancels_one_session_while_the_other_finishes"
+
+# require-python PYTHON MAJOR.MINOR VARIABLE: fail in one line unless PYTHON runs that
+# version (checked before anything is built).
+define require-python
+	@test -n "$(1)" && "$(1)" -c 'import sys; sys.exit(sys.version_info[:2] != ($(subst .,$(comma),$(2))))' 2>/dev/null \
+		|| { echo "make $@: Python $(2) not found ($(3)='$(1)'; looked in $(PYENV_VERSIONS)/$(2).* and on PATH): run 'pyenv install $(2)' or set $(3)=/path/to/python$(2)" >&2; exit 1; }
+endef
+comma := ,
+
+.PHONY: require-python-oldest require-python-newest
+require-python-oldest:
+	$(call require-python,$(PYTHON_OLDEST),3.10,PYTHON_OLDEST)
+require-python-newest:
+	$(call require-python,$(PYTHON_NEWEST),3.13,PYTHON_NEWEST)
+
+$(LOWEST_VENV)/.installed: $(WHEEL) ci/lowest-direct.txt | require-python-oldest
+	bash scripts/ensure-java.sh
+	"$(PYTHON_OLDEST)" -m venv $(LOWEST_VENV)
+	$(call install-wheel,$(LOWEST_VENV),--constraint ci/lowest-direct.txt)
+	touch $@
+
+$(NEWEST_VENV)/.installed: $(WHEEL) | require-python-newest
+	bash scripts/ensure-java.sh
+	"$(PYTHON_NEWEST)" -m venv $(NEWEST_VENV)
+	$(call install-wheel,$(NEWEST_VENV),--upgrade --upgrade-strategy eager)
+	touch $@
+
+# The versions under test first, in the log. -p no:cacheprovider: these runs leave
+# .pytest_cache to the main one.
+SHOW_VERSIONS := pip list --format=freeze | grep -iE '^(pyspark|ipykernel|ipython|jupyterlab|jupyter.server|ipywidgets|pandas|comm|traitlets)=='
+
+test-lowest: require-python-oldest $(LOWEST_VENV)/.installed
+	$(LOWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
+	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(LOWEST_TESTS)
+
+test-newest: require-python-newest $(NEWEST_VENV)/.installed
+	$(NEWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
+	$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(NEWEST_TESTS)
 
 # Speed and memory targets (ratios against a baseline in the same run); rewrites
 # docs/benchmarks.md. Run on a quiet machine: not part of `make test`.
@@ -66,4 +155,4 @@ bench: setup
 	$(BIN)/python benchmarks/report.py
 
 clean:
-	rm -rf $(VENV) node_modules lib jupyter_spark_sessions/labextension tsconfig.tsbuildinfo
+	rm -rf $(VENV) $(LOWEST_VENV) $(NEWEST_VENV) $(WHEEL_DIR) node_modules lib jupyter_spark_sessions/labextension tsconfig.tsbuildinfo

@@ -34,16 +34,37 @@ FRONTEND_NOTE = (
     "kernel's Interrupt (which cancels the running cell's Spark jobs)."
 )
 
+#: The note where this ipykernel cannot hand the panel's clicks to their subshell.
+NO_ROUTER_NOTE = (
+    "In this kernel a click on the panel waits for the running cell (this ipykernel has "
+    "no comm router to override). To cancel while a cell runs, use the JupyterLab "
+    "sidebar, the REST relay (docs/protocol.md) or the kernel's Interrupt (which "
+    "cancels the running cell's Spark jobs)."
+)
 
-def _button(description: str, tooltip: str) -> widgets.Button:
+
+def _clicks_wait_for_the_cell(comm: Any) -> bool:
+    """Route ``comm``'s clicks to the subshell they are sent on; True where that is not
+    possible: ipykernel >= 7.4 hands a comm's messages to the shell that last published
+    on it (the busy main shell) unless its router is overridden. ipykernel 7.1 to 7.3
+    hand them to the subshell they arrive on by themselves."""
+    if ipykernel_internals.route_comm_messages_to_sender(comm):
+        return False
+    import ipykernel
+
+    return tuple(getattr(ipykernel, "version_info", (0,))[:2]) >= (7, 4)
+
+
+def _button(panel: BoardPanel, description: str, tooltip: str) -> widgets.Button:
     button = widgets.Button(
         description=description,
         tooltip=tooltip,
         button_style="danger",
         layout=widgets.Layout(width="auto"),
     )
-    if button.comm is not None:  # None outside a kernel (e.g. in unit tests)
-        ipykernel_internals.route_comm_messages_to_sender(button.comm)
+    # comm is None outside a kernel (e.g. in unit tests)
+    if button.comm is not None and _clicks_wait_for_the_cell(button.comm):
+        panel.clicks_wait_for_the_cell = True
     return button
 
 
@@ -52,7 +73,7 @@ class _GroupRow:
         self.label = widgets.HTML()
         self.bar = widgets.FloatProgress(min=0.0, max=1.0, layout=widgets.Layout(width="30%"))
         self.detail = widgets.HTML()
-        self.cancel = _button("Cancel", f"Cancel job group {group_id}")
+        self.cancel = _button(panel, "Cancel", f"Cancel job group {group_id}")
         self.cancel.on_click(lambda _: panel.cancel(groups=[group_id]))
         self.box = widgets.HBox([self.label, self.bar, self.detail, self.cancel])
 
@@ -79,7 +100,9 @@ class _GroupRow:
 class _SessionRow:
     def __init__(self, panel: BoardPanel, name: str) -> None:
         self.label = widgets.HTML()
-        self.cancel = _button("Cancel all", f"Cancel every running job group of session {name}")
+        self.cancel = _button(
+            panel, "Cancel all", f"Cancel every running job group of session {name}"
+        )
         self.cancel.on_click(lambda _: panel.cancel(session=name))
         self.box = widgets.HBox([self.label, self.cancel])
 
@@ -89,6 +112,8 @@ class BoardPanel:
 
     def __init__(self, board: JobBoard) -> None:
         self.board = board
+        #: Set when a button's clicks cannot reach a subshell; the footer then says so.
+        self.clicks_wait_for_the_cell = False
         self._notice = ""
         self._notice_lock = threading.Lock()
         self._group_rows: dict[str, _GroupRow] = {}
@@ -159,6 +184,8 @@ class BoardPanel:
         with self._notice_lock:
             notice = self._notice
         self.notice.value = f"<i>{html.escape(notice)}</i>" if notice else ""
+        if self.clicks_wait_for_the_cell:
+            self.footer.value = f"<small>{html.escape(NO_ROUTER_NOTE)}</small>"
 
     def _session_row(self, name: str, snapshot: BoardSnapshot) -> Any:
         row = self._session_rows.get(name)

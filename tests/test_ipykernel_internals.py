@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import inspect
 
+import ipykernel
+import pytest
 from ipykernel.comm.comm import BaseComm
 from ipykernel.kernelbase import Kernel
 
@@ -17,11 +19,41 @@ def test_kernel_dispatches_control_messages_through_control_handlers() -> None:
     assert "self.control_handlers = {}" in inspect.getsource(Kernel.__init__)
 
 
-def test_shell_router_asks_the_comm_where_its_messages_go() -> None:
+def comm_routing() -> str:
+    """How the installed ipykernel picks the thread that handles a comm message: what
+    decides whether a panel click runs while the main shell is busy."""
     source = inspect.getsource(Kernel.shell_channel_thread_main)
-    assert "_reply_subshell_for" in source
-    params = list(inspect.signature(BaseComm._reply_subshell_for).parameters)
-    assert params == ["self", "data", "default"]
+    if "_reply_subshell_for" in source:
+        return "comm-router-overridden"  # >= 7.4: it asks the comm, which we answer
+    if 'msg3["header"].get("subshell_id")' in source:
+        return "ipykernel-routes-by-subshell-header"  # 7.1 to 7.3: no router needed
+    return "unknown"
+
+
+# The test id names the routing in force, e.g.
+# test_comm_messages_are_handled_on_the_subshell_they_arrive_on[comm-router-overridden].
+@pytest.mark.parametrize("routing", [comm_routing()])
+def test_comm_messages_are_handled_on_the_subshell_they_arrive_on(routing: str) -> None:
+    comm = BaseComm(target_name="probe", primary=False)
+    routed = ipykernel_internals.route_comm_messages_to_sender(comm)
+    if routing == "comm-router-overridden":
+        params = list(inspect.signature(BaseComm._reply_subshell_for).parameters)
+        assert params == ["self", "data", "default"]
+        assert routed is True
+        assert comm._reply_subshell_for({"x": 1}, "subshell-7") == "subshell-7"
+        assert ipykernel.version_info[:2] >= (7, 4), "panel.py's version check"
+    elif routing == "ipykernel-routes-by-subshell-header":
+        # Nothing to override, and nothing needed: the panel keeps its usual note.
+        assert routed is False
+        assert not hasattr(comm, "_reply_subshell_for")
+        assert ipykernel.version_info[:2] < (7, 4), "panel.py's version check"
+    else:
+        pytest.fail(
+            f"ipykernel {ipykernel.__version__} routes comm messages in a way this "
+            "package does not know: check whether a panel click during a busy cell still "
+            "runs on its subshell (tests/test_job_board_kernel.py) and update "
+            "ipykernel_internals.route_comm_messages_to_sender and panel.py"
+        )
 
 
 class _Comm:
