@@ -70,9 +70,10 @@ class BoardPoller:
         for (jobs newly seen in cancelled groups). Also callable from tests."""
         self._send_cancels()
         backends = self._backends()
+        # Asked once per round: a classic backend's answer costs a JVM round trip.
+        feed_of = {name: backend.job_feed() for name, backend in backends.items()}
         feeds: list[JobFeed] = []
-        for backend in backends.values():
-            feed = backend.job_feed()
+        for feed in feed_of.values():
             if feed is not None and all(feed is not f for f in feeds):
                 feeds.append(feed)
         data: list[dict[str, Any]] = []
@@ -85,9 +86,9 @@ class BoardPoller:
         keys = {int(d["jobId"]): k for d in data if (k := job_group(d, by_spark_tag)) is not None}
         running = [k for d in data if d.get("status") == "RUNNING" for k in [keys.get(d["jobId"])]]
         sessions = []
-        for name, backend in backends.items():
+        for name in backends:
             count = None
-            if backend.job_feed() is not None:
+            if feed_of[name] is not None:
                 count = sum(1 for key in running if key is not None and key[0] == name)
             sessions.append(self.board.sessions.describe(name, count))
         snapshot = self.board.update(
