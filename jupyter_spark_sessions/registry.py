@@ -15,7 +15,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -530,11 +530,7 @@ def _first_line(exc: BaseException) -> str:
     return lines[0][:300] if lines else type(exc).__name__
 
 
-def _remove_directory(path: Path, only_if_empty: bool = False) -> None:
-    if only_if_empty:
-        with suppress(OSError):
-            os.rmdir(path)
-        return
+def _remove_directory(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
