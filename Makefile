@@ -6,7 +6,8 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src/*) \
-	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py)
+	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py) \
+	$(wildcard jupyter_spark_sessions/*.json jupyter_spark_sessions/*.properties)
 
 .PHONY: setup browser demo test lint typecheck pytest tstest test-lowest test-newest bench clean
 
@@ -94,7 +95,8 @@ LOWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbac
 	tests/test_protocol_schema.py tests/test_artifacts.py tests/test_archives.py \
 	tests/test_package.py tests/test_private_apis.py tests/test_connect_private_apis.py \
 	tests/test_sessions_kernel.py tests/test_artifacts_kernel.py \
-	tests/test_job_board_kernel.py tests/test_server_relay.py tests/test_demos.py
+	tests/test_job_board_kernel.py tests/test_server_relay.py tests/test_demos.py \
+	tests/test_recovery_kernel.py
 # The smoke subset: the private-API checks (which ipykernel routing is in force), the
 # panel, isolated sessions and their same-named files, a busy cell cancelled from the
 # control channel and from the panel, the demo that watches and cancels.

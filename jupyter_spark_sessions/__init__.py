@@ -105,7 +105,7 @@ def load_ipython_extension(ip: Any) -> None:
     # Folders that killed kernels left behind (their shutdown never ran) go now.
     registry.config.remove_dead_kernel_folders()
     tagging = CellJobTagging(ip, registry)
-    interrupts = CellInterrupts(ip, registry, CancelledCellErrors(ip))
+    interrupts = CellInterrupts(ip, registry, CancelledCellErrors(ip, registry))
     kernel = getattr(ip, "kernel", None)
     if kernel is not None:  # in a Jupyter kernel (not a terminal IPython)
         from IPython.core.error import UsageError

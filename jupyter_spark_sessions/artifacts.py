@@ -139,7 +139,9 @@ class SessionArtifacts:
                 _remove(copy)
                 shutil.rmtree(target, ignore_errors=True)
                 raise
-            _remove(copy)  # Spark has its own link; the driver reads the unpacked folder
+            # Kept (the driver reads the unpacked folder): a new session made in place of
+            # this one (`restart`, `reconnect`) gets the same archive.
+            self._folder.replace(copy.name, _kept_archive(name, suffix))
             return self._record(name, "archive", source, target, sha256=digest)
 
     def add_pyfile(self, path: str | os.PathLike[str]) -> AddResult:
@@ -181,6 +183,40 @@ class SessionArtifacts:
                 _remove(copy)
                 raise
             return self._record(name, "pyfile", source, target, sha256=digest, support=tuple(shims))
+
+    def register_again(self, register: Register) -> None:
+        """Hand every artifact to a new Spark session that replaces this one's (after a
+        lost driver or server) from the copies in the session directory; later adds go
+        to it too. ArtifactError when Spark refuses one (the rest are still handed)."""
+        with self._lock:
+            self._register = register
+            refused = []
+            for item in self._items.values():
+                try:
+                    self._hand_over(item)
+                except ArtifactError as exc:
+                    refused.append(str(exc))
+        if refused:
+            raise ArtifactError(f"Not added again to session '{self.session_name}': {refused[0]}")
+
+    def _hand_over(self, item: Artifact) -> None:
+        path = Path(item.path)
+        if item.kind == "file":
+            self._hand_to_spark(f"files/{item.name}", path, None)
+        elif item.kind == "archive":
+            suffix = archive_suffix(Path(item.source))
+            kept = self.directory / _kept_archive(item.name, suffix)
+            self._hand_to_spark(f"archives/{item.name}{suffix}", kept, item.name)
+        else:
+            shims = _import_shims(path, item.name) if path.suffix.lower() != ".py" else {}
+            for shim_name, code in shims.items():
+                shim = self._temp_path()
+                try:
+                    self._folder.write_in(shim.name, code)
+                    self._hand_to_spark(f"pyfiles/{shim_name}", shim, None)
+                finally:
+                    _remove(shim)
+            self._hand_to_spark(f"pyfiles/{item.name}", path, None)
 
     # -- helpers (called with the lock held) -----------------------------------------
 
@@ -265,6 +301,11 @@ class SessionArtifacts:
         self._items[name] = artifact
         self._listed = tuple(self._items.values())
         return AddResult(artifact, added=True)
+
+
+def _kept_archive(name: str, suffix: str) -> str:
+    # Users cannot take the prefix (``check_name``).
+    return f"{_TEMP_PREFIX}archive-{name}{suffix}"
 
 
 def check_name(name: str, what: str) -> str:

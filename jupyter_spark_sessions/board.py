@@ -31,6 +31,7 @@ from .snapshot import (
     TaskCounts,
     group_id_of,
     group_state,
+    lost,
     operation_view,
 )
 
@@ -80,6 +81,7 @@ class _Group:
     job_ids: list[int] = field(default_factory=list)
     operation_ids: list[str] = field(default_factory=list)
     cancel_requested_at: float | None = None
+    cancel_source: str | None = None  # where the user asked (CancelSource, "stop")
     cancel_job_ids: frozenset[int] = frozenset()
     #: Jobs a cancel was sent for (each is sent once; jobs seen later get theirs).
     cancel_sent: set[JobRef] = field(default_factory=set)
@@ -133,6 +135,7 @@ class JobBoard:
         self._jobs: dict[int, JobView] = {}
         self._operations: dict[str, JobView] = {}  # Spark Connect operations by id
         self._operation_numbers = itertools.count(1)  # shown as a Connect job id
+        self._retired_numbers = itertools.count(1)  # keys of a replaced context's jobs
         self._snapshot = BoardSnapshot(seq=0, updated_at=time.time())
         self._pending_cancels: list[PendingCancel] = []
         self._listeners: dict[Listener, bool] = {}  # listener -> owed a call
@@ -218,13 +221,16 @@ class JobBoard:
         group_ids: Iterable[str] = (),
         session: str | None = None,
         everything: bool = False,
+        source: str | None = None,
     ) -> CancelOutcome:
         """Ask Spark to cancel groups, a whole session, or every managed session:
         exactly the jobs the board shows under them, and those it sees there later.
 
         Returns at once: the producer thread makes the Spark calls, and the groups show
         "cancelling" until Spark reports that their jobs ended. Unknown groups or
-        sessions raise (and nothing is cancelled); finished groups are reported."""
+        sessions raise (and nothing is cancelled); finished groups are reported.
+        ``source`` (sidebar, panel, cell, relay, magic, stop) is named in the error of
+        the cancelled cell."""
         group_ids = list(dict.fromkeys(group_ids))
         snapshot = self._snapshot
         if session is not None:
@@ -252,12 +258,12 @@ class JobBoard:
             for view in dict.fromkeys(t for t in targets if t is not None):
                 group = self._groups.get(view.id)
                 if group is not None and view.id in cancelling:
-                    self._mark_cancelled(group, now)
+                    self._mark_cancelled(group, now, source)
             for name in sessions:
                 # Its groups that show no job yet (a cell just started) are cancelled
                 # too, and Spark cancels its SQL jobs the board has not seen.
                 for group in [g for g in self._groups.values() if g.session == name]:
-                    self._mark_cancelled(group, now)
+                    self._mark_cancelled(group, now, source)
                 self._queue(name, whole_session=True)
             if sessions and not cancelling:
                 messages.append(f"No running job group in {_which(session, everything)}.")
@@ -272,13 +278,31 @@ class JobBoard:
         now = time.time()
         with self._lock:
             for group in [g for g in self._groups.values() if g.count == execution_count]:
-                self._mark_cancelled(group, now)
+                self._mark_cancelled(group, now, "interrupt")
             self._queue(session, tag=job_tags.group_tag(session, execution_count))
         self.wake.set()
 
-    def _mark_cancelled(self, group: _Group, now: float) -> None:
+    def cancels_of_cell(self, execution_count: int) -> list[tuple[str, str | None, list[int]]]:
+        """The groups of cell ``execution_count`` a user cancelled: (group id, where
+        the cancel came from, the ids of the jobs it cancelled)."""
+        with self._lock:
+            return [
+                (g.id, g.cancel_source, sorted(self._shown_id(j) for j in g.cancel_sent))
+                for g in self._groups.values()
+                if g.count == execution_count and g.cancel_requested_at is not None
+            ]
+
+    def _shown_id(self, ref: JobRef) -> int:
+        # A Connect operation is shown by the number the board gave it.
+        if isinstance(ref, str):
+            operation = self._operations.get(ref)
+            return operation.id if operation is not None else 0
+        return ref
+
+    def _mark_cancelled(self, group: _Group, now: float, source: str | None = None) -> None:
         # Under _lock. The jobs running now, and any seen later, get a cancel.
         group.cancel_requested_at = group.cancel_requested_at or now
+        group.cancel_source = group.cancel_source or source
         jobs = [self._jobs[i] for i in group.job_ids if i in self._jobs] + [
             self._operations[o] for o in group.operation_ids
         ]
@@ -352,12 +376,14 @@ class JobBoard:
                     group.job_ids.append(job.id)
                 self._jobs[job.id] = job
                 self._cancel_if_requested(group, [job])
+            sessions = tuple(sessions)
+            self._end_lost_jobs({v.name for v in sessions if v.disconnected})
             views = self._retain([self._view(g) for g in self._groups.values()])
             previous = self._snapshot
             snapshot = BoardSnapshot(
                 seq=previous.seq,
                 updated_at=time.time(),
-                sessions=tuple(sessions),
+                sessions=sessions,
                 groups=tuple(views),
                 other_running_jobs=other_running_jobs,
                 error=error,
@@ -379,7 +405,39 @@ class JobBoard:
                 log.exception("a job board listener failed")
         return snapshot
 
+    def context_replaced(self) -> None:
+        """A new SparkContext replaced a stopped or lost one: its job ids start again
+        from 0, so the old context's jobs stay on their groups (ended, or lost if they
+        still ran) but no longer answer to their job ids."""
+        now = time.time()
+        with self._lock:
+            for group in self._groups.values():
+                for job_id in group.job_ids:
+                    job = self._jobs.get(job_id)
+                    if job is not None:
+                        key = f"ended-context-job-{next(self._retired_numbers)}"
+                        self._operations[key] = lost(job, now)
+                        group.operation_ids.append(key)
+                group.job_ids.clear()
+            self._jobs.clear()
+        self.wake.set()
+
     # -- internals (under ``_lock``) ---------------------------------------------------
+
+    def _end_lost_jobs(self, sessions: set[str]) -> None:
+        # The driver or server of these sessions went away: their jobs never report
+        # their end, so they end here, as lost.
+        if not sessions:
+            return
+        now = time.time()
+        for group in [g for g in self._groups.values() if g.session in sessions]:
+            for job_id in group.job_ids:
+                job = self._jobs.get(job_id)
+                if job is not None and job.running:
+                    self._jobs[job_id] = lost(job, now)
+            for key in group.operation_ids:
+                if self._operations[key].running:
+                    self._operations[key] = lost(self._operations[key], now)
 
     def _group(self, key: GroupKey) -> _Group:
         gid = group_id_of(key)

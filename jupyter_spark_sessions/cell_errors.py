@@ -1,12 +1,16 @@
-"""How a cell whose Spark jobs were cancelled ends: one line a user can read (and the
-one line for a column or UDF of the other PySpark flavour).
+"""How a cell ends when Spark failed for an expected reason: one line a user can read.
 
-A cancel (the sidebar, the panel, ``cancel``, the REST relay, the kernel's Interrupt)
-makes the cell's Spark call fail with a Java or gRPC error of a hundred lines, the line
-that matters buried in it. For those errors the cell shows that line only (Spark's own
-``[SPARK_JOB_CANCELLED] ...`` / ``[OPERATION_CANCELED] ...``) and ends with
-``KeyboardInterrupt`` when the kernel's Interrupt caused it. Every other error keeps
-its traceback; ``%tb`` still shows the full one of a cancelled cell.
+- A cancel (the sidebar, the panel, ``cancel``, the REST relay, ``stop``, the kernel's
+  Interrupt) makes the cell's Spark call fail with a Java or gRPC error of a hundred
+  lines. The cell shows ``JobsCancelled: The Spark jobs of a:4 (job 3) were cancelled
+  from the sidebar.`` (the board knows which groups, jobs and from where; Spark's own
+  ``[SPARK_JOB_CANCELLED] ...`` line when the board knows nothing), and ends with
+  ``KeyboardInterrupt`` when the kernel's Interrupt caused it.
+- A lost driver, a stopped context, a lost Connect server: the session's backend
+  explains it in one line with the way out (``restart``, ``reconnect``).
+- A column or UDF of the other PySpark flavour: what to do instead.
+
+Every other error keeps its traceback; ``%tb`` still shows the full one of these.
 """
 
 from __future__ import annotations
@@ -18,10 +22,15 @@ import traceback
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from . import ipykernel_internals
+from IPython.core.error import UsageError
+
+from . import ipykernel_internals, job_tags
+from .errors import JobsCancelled, SessionLostError
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+    from .registry import SessionRegistry
 
 _MARKS = ("SPARK_JOB_CANCELLED", "OPERATION_CANCELED")
 
@@ -66,11 +75,38 @@ def mixes_flavours(error: BaseException, filenames: list[str]) -> bool:
     )
 
 
+#: How a cancelled cell names where the cancel came from (``JobBoard.request_cancel``).
+_FROM = {
+    "sidebar": "from the sidebar",
+    "panel": "from the panel",
+    "cell": "from the cell's progress view",
+    "relay": "through the REST relay",
+    "magic": "by `%spark_session cancel`",
+    "stop": "by `%spark_session stop`",
+    "interrupt": "by the kernel's Interrupt",
+}
+
+
+def cancel_story(cancels: list[tuple[str, str | None, list[int]]]) -> str:
+    """``The Spark jobs of a:4 (job 3) were cancelled from the sidebar.`` for the
+    groups a cell's cancel reached (``JobBoard.cancels_of_cell``)."""
+    parts = []
+    for group_id, source, job_ids in cancels:
+        jobs = ""
+        if job_ids:
+            word = "job" if len(job_ids) == 1 else "jobs"
+            jobs = f" ({word} {', '.join(map(str, job_ids))})"
+        where = f" {_FROM[source]}" if source in _FROM else ""
+        parts.append(f"{group_id}{jobs} were cancelled{where}")
+    return "The Spark jobs of " + "; ".join(parts) + "."
+
+
 class CancelledCellErrors:
     """How the shell shows the errors of Spark calls (wrapping ``showtraceback``)."""
 
-    def __init__(self, shell: InteractiveShell) -> None:
+    def __init__(self, shell: InteractiveShell, registry: SessionRegistry | None = None) -> None:
         self.shell = shell
+        self.registry = registry
         self.installed = False
         #: Set by the Interrupt handler while it cancels the running cell.
         self.interrupted: str | None = None
@@ -82,22 +118,53 @@ class CancelledCellErrors:
             self.installed = True
 
     def _show(self, error: tuple[type[BaseException], BaseException, TracebackType | None]) -> bool:
-        """Show ``error`` in one line if it is a cancellation or a mixed-flavour error;
-        False (IPython shows the whole traceback) for anything else."""
+        """Show ``error`` in one line if it is expected (a cancellation, a lost driver or
+        server, mixed flavours); False (IPython shows the whole traceback) otherwise."""
         etype, value, tb = error
-        line = cancellation_line(value)
-        if line is None and mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
-            line = MIXED_FLAVOURS
-        if line is None:
+        if isinstance(value, UsageError):  # the magics' own one-line messages
+            return False
+        shown: tuple[type[BaseException], str] | None = None
+        spark_line = cancellation_line(value)
+        if spark_line is not None:
+            story = self._cancels_of_this_cell()
+            shown = (JobsCancelled, story) if story else (etype, spark_line)
+            if self.interrupted is not None:
+                shown = (KeyboardInterrupt, story or f"{self.interrupted} ({spark_line})")
+        elif mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
+            shown = (etype, MIXED_FLAVOURS)
+        else:
+            shown = self._lost(value)
+        if shown is None:
             return False
         sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %tb
-        if self.interrupted is not None:
-            ipykernel_internals.show_error(
-                self.shell, KeyboardInterrupt, f"{self.interrupted} ({line})"
-            )
-        else:
-            ipykernel_internals.show_error(self.shell, etype, line)
+        ipykernel_internals.show_error(self.shell, *shown)
         return True
+
+    def _cancels_of_this_cell(self) -> str:
+        if self.registry is None:
+            return ""
+        cell = job_tags.current_cell()
+        count = cell[1] if cell else self.shell.execution_count
+        cancels = self.registry.board.cancels_of_cell(count)
+        return cancel_story(cancels) if cancels else ""
+
+    def _lost(self, error: BaseException) -> tuple[type[BaseException], str] | None:
+        # The bound session first: its backend knows best whether this is its loss.
+        if self.registry is None:
+            return None
+        bound = self.registry.find(self.shell.user_ns.get("spark"))
+        names = self.registry.names()
+        if bound is not None:
+            names = [bound.name] + [n for n in names if n != bound.name]
+        for name in names:
+            is_bound = bound is not None and name == bound.name
+            try:
+                line = self.registry.get(name).backend.explain(error, bound=is_bound)
+            except Exception:  # never hide the user's error behind one of ours
+                continue
+            if line:
+                return (SessionLostError, line)
+        return None
 
     def ended(self, result: Any) -> None:
         """After the cell: an interrupted cell whose Spark call failed because of the

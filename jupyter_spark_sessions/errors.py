@@ -16,6 +16,8 @@ else that escapes is a bug and keeps its traceback.
     +-- ConnectError             a Spark Connect server that cannot be reached or used
     +-- SessionRootError         a session_root that other users could change
     +-- UnsupportedKernelError   an ipykernel without an internal the package needs
+    +-- JobsCancelled            how a cell whose Spark jobs were cancelled ends
+    +-- SessionLostError         how a cell ends whose session's driver or server is gone
 """
 
 from __future__ import annotations
@@ -73,3 +75,12 @@ class SessionRootError(SparkSessionsError):
 
 class UnsupportedKernelError(SparkSessionsError):
     """This ipykernel lacks an internal the package cannot work without."""
+
+
+class JobsCancelled(SparkSessionsError):
+    """The name a cell's one-line error has when a user cancelled its Spark jobs."""
+
+
+class SessionLostError(SparkSessionsError):
+    """The name a cell's one-line error has when its session's Spark driver (or Spark
+    Connect server) went away."""

@@ -4,6 +4,7 @@ registry (and ``session_cells`` for the cell magic), print."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,8 @@ _EXAMPLES = {
     "jobs": "%spark_session jobs etl",
     "cancel": "%spark_session cancel etl:12",
     "panel": "%spark_session panel",
+    "restart": "%spark_session restart",
+    "reconnect": "%spark_session reconnect remote1",
 }
 
 
@@ -180,10 +183,52 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
         "panel",
         "Show a live panel of sessions and job groups, with progress bars and Cancel buttons.",
     )
+
+    add(
+        "restart",
+        "After the Spark driver was lost (its JVM died) or the SparkContext was stopped: "
+        "start a new one on the same master and settings, and make every classic session "
+        "again under its name, with its settings and files (adopted ones are dropped).",
+    )
+
+    reconnect = add(
+        "reconnect",
+        "Make Spark Connect session NAME again on its server (after the server restarted "
+        "or came back; with --remote local, on a new local server), with its settings and "
+        "files.",
+    )
+    reconnect.add_argument("name", metavar="NAME")
     return parser, subcommands
 
 
 _PARSER, _SUBCOMMANDS = _build_parser()
+
+
+def _short_usage() -> str:
+    return (
+        "Usage: %spark_session SUBCOMMAND ... (" + ", ".join(_SUBCOMMANDS) + "), or "
+        "%%spark_session NAME over a cell. `%spark_session?` shows each with an example."
+    )
+
+
+def _parse(line: str) -> argparse.Namespace | None:
+    """The parsed line; None for a bare ``%spark_session`` (its usage is printed)."""
+    words = arg_split(line, posix=True)
+    if not words:
+        print(_short_usage())
+        return None
+    if words[0] not in _SUBCOMMANDS:
+        close = difflib.get_close_matches(words[0], _SUBCOMMANDS, n=1, cutoff=0.6)
+        known = f"one of {', '.join(_SUBCOMMANDS)}"
+        hint = f": did you mean `{close[0]}`?" if close else f" ({known})."
+        raise UsageError(
+            f"Unknown subcommand '{words[0]}'{hint} `%spark_session?` shows each with an example."
+        )
+    try:
+        return _PARSER.parse_args(words)
+    except UsageError as exc:  # argparse's message, with the subcommand's own usage
+        usage = " ".join(_SUBCOMMANDS[words[0]].format_usage().split()[1:])
+        raise UsageError(f"{exc} (usage: {usage})") from None
 
 
 def _help_text() -> str:
@@ -257,6 +302,13 @@ def _group_row(group: GroupView, now: float) -> list[object]:
     return [group.id, state, jobs, task_text, elapsed, group.description]
 
 
+def _print_problems(sessions: Sequence[SessionView]) -> None:
+    # One line per session that cannot work now, with the way out.
+    for info in sessions:
+        if info.disconnected:
+            print(f"Session '{info.name}' is unusable: {info.disconnected}.")
+
+
 @magics_class
 class SparkSessionMagics(Magics):
     """Registers ``%spark_session`` / ``%%spark_session`` on a shell."""
@@ -276,7 +328,9 @@ class SparkSessionMagics(Magics):
         try:
             if cell is not None:
                 return self._run_cell_in(line, cell)
-            args = _PARSER.parse_args(arg_split(line, posix=True))
+            args = _parse(line)
+            if args is None:
+                return None
             handler: Callable[[argparse.Namespace], Any] = getattr(self, f"_cmd_{args.command}")
             return handler(args)
         except SparkSessionsError as exc:
@@ -323,8 +377,9 @@ class SparkSessionMagics(Magics):
         infos = self.registry.list()
         if not infos:
             print("No sessions yet: `%spark_session create NAME`.")
-        else:
-            print(format_table(_LIST_HEADERS, [_info_row(i) for i in infos]))
+            return
+        print(format_table(_LIST_HEADERS, [_info_row(i) for i in infos]))
+        _print_problems(infos)
 
     def _cmd_info(self, args: argparse.Namespace) -> None:
         info = self.registry.info(args.name)
@@ -347,14 +402,17 @@ class SparkSessionMagics(Magics):
     def _cmd_stop(self, args: argparse.Namespace) -> None:
         managed = self.registry.get(args.name)
         bound = self.ip.user_ns.get("spark") is managed.session
-        self.registry.stop(args.name)
+        release = self.registry.stop(args.name)
         if managed.origin == "adopted":
             print(f"Unregistered adopted session '{args.name}' (the session itself still runs).")
-        else:
+        elif release.cancelled:
+            groups = ", ".join(release.cancelled)
             print(
-                f"Stopped session '{args.name}': its jobs were cancelled; it is released "
-                "in the background once they end."
+                f"Stopped session '{args.name}': its running jobs ({groups}) were cancelled; "
+                "it is released in the background once they end."
             )
+        else:
+            print(f"Stopped session '{args.name}'.")
         if bound and managed.origin == "created":
             del self.ip.user_ns["spark"]
             print("`spark` was that session and is now unbound.")
@@ -407,6 +465,7 @@ class SparkSessionMagics(Magics):
         groups = [g for g in snapshot.groups if args.name in (None, g.session)]
         if snapshot.error:
             print(snapshot.error)
+        _print_problems([s for s in snapshot.sessions if args.name in (None, s.name)])
         if not groups:
             where = f" in session '{args.name}'" if args.name else ""
             print(f"No job groups{where} yet: run a cell that starts Spark jobs.")
@@ -426,7 +485,7 @@ class SparkSessionMagics(Magics):
                 "(exactly one of them)."
             ) from None
         outcome = self.registry.board.request_cancel(
-            args.groups, session=args.session, everything=args.all
+            args.groups, session=args.session, everything=args.all, source="magic"
         )
         if outcome.cancelling:
             print(
@@ -444,6 +503,41 @@ class SparkSessionMagics(Magics):
         if self._panel is None:
             self._panel = BoardPanel(self.registry.board)
         display(self._panel.widget)  # type: ignore[no-untyped-call]
+
+    def _cmd_restart(self, args: argparse.Namespace) -> None:
+        before = {m.name: m.session for m in map(self.registry.get, self.registry.names())}
+        report = self.registry.restart()
+        how = "Started a new Spark driver" if report.started else "The Spark driver runs"
+        lines = [f"{how} on {report.master}."]
+        for name, files in report.recreated:
+            added = f" and its {files} file(s) added again" if files else ""
+            lines.append(f"Session '{name}' made again with its settings{added}.")
+            lines += self._rebind(before[name], self.registry.get(name).session)
+        lines += report.refused
+        for name in report.dropped:
+            lines.append(
+                f"Adopted session '{name}' was dropped (its SparkContext is gone): make it "
+                f"again, then `%spark_session adopt {name} VARIABLE`."
+            )
+        print("\n".join(lines))
+
+    def _cmd_reconnect(self, args: argparse.Namespace) -> None:
+        old = self.registry.get(args.name).session
+        managed = self.registry.reconnect(args.name)
+        files = len(managed.artifacts.list())
+        added = f" and its {files} file(s) added again" if files else ""
+        lines = [
+            f"Session '{args.name}' made again on Spark Connect {managed.backend.where()} "
+            f"with its settings{added}."
+        ]
+        print("\n".join(lines + self._rebind(old, managed.session)))
+
+    def _rebind(self, old: object, new: object) -> list[str]:
+        # The notebook's variables that held the session that was replaced.
+        names = [k for k, v in self.ip.user_ns.items() if v is old and not k.startswith("_")]
+        for key in names:
+            self.ip.user_ns[key] = new
+        return [f"`{key}` now refers to the new session." for key in names]
 
     # -- cell magic ----------------------------------------------------------------------
 

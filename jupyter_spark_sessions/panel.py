@@ -26,6 +26,7 @@ _BAR_STYLES = {
     "succeeded": "success",
     "failed": "danger",
     "cancelled": "danger",
+    "lost": "warning",
 }
 
 FRONTEND_NOTE = (
@@ -138,7 +139,7 @@ class BoardPanel:
     def cancel(self, groups: list[str] | None = None, session: str | None = None) -> None:
         """A Cancel click: record the request, show the outcome at the next redraw."""
         try:
-            outcome = self.board.request_cancel(groups or (), session=session)
+            outcome = self.board.request_cancel(groups or (), session=session, source="panel")
             text = " ".join(outcome.messages) or "Cancel requested: " + ", ".join(
                 outcome.cancelling
             )

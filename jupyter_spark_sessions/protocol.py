@@ -8,7 +8,7 @@ any change a client could notice. Parsing is strict: anything malformed is a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -45,18 +45,20 @@ class Request:
     kind: str = ""
     path: str = ""
     alias: str | None = None
+    source: str | None = None  # of a cancel: where the user asked for it
 
 
 # action -> the fields it accepts besides version, action and request_id
 ACTIONS: dict[str, frozenset[str]] = {
     "list": frozenset(),
-    "cancel": frozenset({"groups", "session", "all"}),
+    "cancel": frozenset({"groups", "session", "all", "source"}),
     "subscribe": frozenset({"comm_id"}),
     "unsubscribe": frozenset({"comm_id"}),
     "add": frozenset({"session", "kind", "path", "alias"}),
 }
 
 ADD_KINDS = ("file", "archive", "pyfile")
+CANCEL_SOURCES = ("sidebar", "panel", "cell", "relay", "magic")
 _MAX_PATH = 4096
 
 
@@ -101,13 +103,17 @@ def _parse_cancel(message: dict[str, Any], request_id: str | None) -> Request:
         raise ProtocolError(
             "bad_request", "A cancel request takes exactly one of: groups, session, all."
         )
+    source = message.get("source")
+    if "source" in message and source not in CANCEL_SOURCES:
+        raise ProtocolError("bad_request", f"'source' must be one of: {', '.join(CANCEL_SOURCES)}.")
+    request = Request(action="cancel", request_id=request_id, source=source)
     if "all" in message:
         if message["all"] is not True:
             raise ProtocolError("bad_request", "'all' must be true.")
-        return Request(action="cancel", request_id=request_id, all=True)
+        return replace(request, all=True)
     if "session" in message:
         _check_text(message["session"], "session")
-        return Request(action="cancel", request_id=request_id, session=message["session"])
+        return replace(request, session=message["session"])
     groups = message["groups"]
     if not isinstance(groups, list) or not groups or len(groups) > _MAX_GROUPS:
         raise ProtocolError(
@@ -115,7 +121,7 @@ def _parse_cancel(message: dict[str, Any], request_id: str | None) -> Request:
         )
     for group in groups:
         _check_text(group, "each group id")
-    return Request(action="cancel", request_id=request_id, groups=tuple(groups))
+    return replace(request, groups=tuple(groups))
 
 
 def _parse_add(message: dict[str, Any], request_id: str | None) -> Request:

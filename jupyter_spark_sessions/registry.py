@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +30,7 @@ from .config import SparkSessionsConfig
 from .errors import (
     ArtifactError,
     ConnectError,
+    ContextStoppedError,
     MasterMismatchError,
     NotASparkSessionError,
     SessionNameError,
@@ -71,6 +72,10 @@ class ManagedSession:
     directory: Path
     isolated: bool
     artifacts: SessionArtifacts
+    #: How it was made, to make it again (``restart``, ``reconnect``): its session
+    #: settings, and for a Connect session the ``--remote`` it was created with.
+    settings: Mapping[str, str] = field(default_factory=dict)
+    remote: str | None = None
 
     @property
     def session(self) -> Any:
@@ -86,6 +91,26 @@ class ManagedSession:
 SessionInfo = SessionView
 
 
+@dataclass(frozen=True)
+class ContextRecipe:
+    """How the kernel's SparkContext was started (or found): a new one after a stop or
+    a lost driver repeats it unless the user names another master."""
+
+    master: str
+    conf: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class RestartReport:
+    """What ``restart`` did."""
+
+    master: str
+    recreated: tuple[tuple[str, int], ...]  # (session, files added again)
+    dropped: tuple[str, ...]  # adopted sessions: only their owner can make them again
+    started: bool  # False when the context ran and only sessions needed making again
+    refused: tuple[str, ...] = ()  # files Spark did not take again, one line each
+
+
 class Release:
     """The background release of a stopped session; ``wait`` for it in tests or scripts."""
 
@@ -93,6 +118,8 @@ class Release:
         self.name = name
         self.directory = directory
         self.error: BaseException | None = None
+        #: The job groups its stop cancelled (none when nothing ran).
+        self.cancelled: tuple[str, ...] = ()
         self._done = threading.Event()
 
     @property
@@ -122,6 +149,7 @@ class SessionRegistry:
         self._stopped: set[str] = set()
         self._releases: dict[str, Release] = {}
         self._owned_context: SparkContext | None = None
+        self._recipe: ContextRecipe | None = None  # of the last context sessions used
         self._connect_lock = threading.Lock()
         self._connect_server: connect.LocalConnectServer | None = None
         #: Job groups of the registered sessions, kept current by ``board_poller``
@@ -244,7 +272,9 @@ class SessionRegistry:
                 )
             else:
                 backend = classic.create(self._root_session(master), name, settings)
-            return self.register(name, backend, "created", isolated=True)
+            managed = self.register(name, backend, "created", isolated=True)
+            managed.settings, managed.remote = settings, remote
+            return managed
 
     def adopt(self, name: str, session: object, what: str | None = None) -> ManagedSession:
         """Register an existing SparkSession as ``name``; it will never be stopped by
@@ -279,22 +309,40 @@ class SessionRegistry:
     def _root_session(self, master: str | None) -> SparkSession:
         with self._context_lock:
             sc = classic.active_context()
-            if sc is not None and not classic.context_is_stopped(sc):
+            state = classic.driver_state(sc) if sc is not None else None
+            if sc is not None and state == "running":
                 if master is not None and master != sc.master:
                     raise MasterMismatchError(
                         f"A SparkContext already runs on {sc.master}; --master {master} can "
                         "only be used when none runs (or stop that context first)."
                     )
+                if self._recipe is None or self._owned_context is not sc:
+                    self._recipe = ContextRecipe(str(sc.master), classic.context_settings(sc))
                 return classic.root_session(sc)
-            require_java()
-            root = classic.start_context(
-                master or self.config.default_master,
-                self.config.app_name,
-                self.config.context_conf,
-                scratch_dir=str(self.config.kernel_root().scratch_dir()),
-            )
-            self._owned_context = root.sparkContext
-            return root
+            if sc is not None:  # stopped in the JVM, or its driver lost
+                classic.forget_lost_driver(sc)
+            return self._start_context(master)
+
+    def _start_context(self, master: str | None) -> SparkSession:
+        # Under _context_lock. After a stop or a lost driver, the previous master and
+        # settings, unless the user names a master.
+        recipe = self._recipe
+        if master is None and recipe is not None:
+            master, conf = recipe.master, {**recipe.conf}
+        else:
+            master, conf = master or self.config.default_master, dict(self.config.context_conf)
+        require_java()
+        root = classic.start_context(
+            master,
+            self.config.app_name,
+            conf,
+            scratch_dir=str(self.config.kernel_root().scratch_dir()),
+        )
+        if self._recipe is not None:  # the board's job ids are the old context's
+            self.board.context_replaced()
+        self._owned_context = root.sparkContext
+        self._recipe = ContextRecipe(master, conf)
+        return root
 
     def _connect_endpoint(self, remote: str) -> connect.Endpoint:
         if remote != connect.LOCAL:
@@ -411,6 +459,100 @@ class SessionRegistry:
         finally:
             self.board.cell_finished(name, execution_count)
 
+    # -- recovery ----------------------------------------------------------------------
+
+    def restart(self) -> RestartReport:
+        """After the driver was lost or the context stopped: start a new context on the
+        previous master and settings, make every created classic session again under its
+        name, with its settings and its files (from the session directory), and drop
+        adopted classic sessions (their owner made them). Connect sessions are untouched."""
+        with self._lock:
+            classic_sessions = [m for m in self._sessions.values() if m.backend.kind == "classic"]
+        with self._context_lock:
+            sc = classic.active_context()
+            running = sc if sc is not None and classic.driver_state(sc) == "running" else None
+            broken = [m for m in classic_sessions if m.backend.problem()]
+            if running is not None and not broken:
+                raise ContextStoppedError(
+                    f"The Spark driver runs on {running.master} and every session is "
+                    "usable: nothing to restart."
+                )
+            if self._recipe is None:
+                raise ContextStoppedError(
+                    "No Spark driver was started in this kernel yet: `%spark_session create "
+                    "NAME` starts one."
+                )
+            if sc is not None and running is None:
+                classic.forget_lost_driver(sc)
+            root = classic.root_session(running) if running else self._start_context(None)
+        recreated, dropped, refused = [], [], []
+        for managed in broken:
+            if managed.origin == "adopted":
+                self._unregister(managed)
+                dropped.append(managed.name)
+                continue
+            backend = classic.create(root, managed.name, managed.settings)
+            backend.watch(self.board.operation_sink(managed.name))
+            managed.backend = backend
+            try:
+                managed.artifacts.register_again(backend.add_artifact)
+            except ArtifactError as exc:  # the session is back; say which file is not
+                refused.append(str(exc))
+            recreated.append((managed.name, len(managed.artifacts.list())))
+        self.board.wake.set()
+        master = str(root.sparkContext.master)
+        return RestartReport(
+            master, tuple(recreated), tuple(dropped), running is None, tuple(refused)
+        )
+
+    def reconnect(self, name: str) -> ManagedSession:
+        """Make Connect session ``name`` again on its server (after the server was lost
+        or restarted; ``--remote local``: on a new local server if ours died), with its
+        settings and its files; its old server session is released if still there."""
+        managed = self.get(name)
+        if managed.backend.kind != "connect":
+            raise ConnectError(
+                f"'{name}' is a classic session: `%spark_session restart` makes classic "
+                "sessions again after their driver was lost."
+            )
+        if managed.origin == "adopted":
+            raise ConnectError(
+                f"'{name}' was adopted: make the session again yourself, then "
+                f"`%spark_session stop {name}` and `%spark_session adopt {name} VARIABLE`."
+            )
+        old = managed.backend
+        assert isinstance(old, connect.ConnectBackend)
+        # --remote local: our server, or a new one if it died (on another port).
+        endpoint = old.endpoint
+        if managed.remote == connect.LOCAL:
+            endpoint = self._connect_endpoint(connect.LOCAL)
+        backend = connect.create(
+            endpoint,
+            name,
+            managed.settings,
+            self.config.connect_retry_seconds,
+            self.config.idle_poll_interval,
+        )
+        try:
+            managed.artifacts.register_again(backend.add_artifact)
+        except BaseException:
+            backend.release(quick=True)
+            raise
+        old.stopping()
+        backend.watch(self.board.operation_sink(name))
+        managed.backend = backend
+        # The old server session (if the server still knows it) goes in the background.
+        threading.Thread(target=_release_quietly, args=(old,), daemon=True).start()
+        self.board.wake.set()
+        return managed
+
+    def _unregister(self, managed: ManagedSession) -> None:
+        with self._lock:
+            self._sessions.pop(managed.name, None)
+            self._stopped.add(managed.name)
+        managed.backend.forget()
+        _remove_directory(managed.directory)
+
     # -- stop / shutdown ---------------------------------------------------------------
 
     def stop(self, name: str) -> Release:
@@ -418,13 +560,16 @@ class SessionRegistry:
         (without waiting) and release it in the background once they have ended.
         Never stops the shared SparkContext."""
         managed = self.get(name)
+        cancelled: tuple[str, ...] = ()
         if managed.origin == "created":
-            self.board.request_cancel(session=name)  # before it leaves the registry
+            # While it is still registered.
+            cancelled = self.board.request_cancel(session=name, source="stop").cancelling
             managed.backend.stopping()
         with self._lock:
             del self._sessions[name]
             self._stopped.add(name)
             release = Release(name, managed.directory)
+            release.cancelled = cancelled
             self._releases[name] = release
         self.board.wake.set()
         if managed.origin == "adopted":
@@ -523,6 +668,13 @@ def _quietly(managed: ManagedSession, what: str, action: Callable[[ManagedSessio
         action(managed)
     except Exception:
         log.warning("%s Spark session %r at shutdown failed", what, managed.name, exc_info=True)
+
+
+def _release_quietly(backend: SessionBackend) -> None:
+    try:
+        backend.release(quick=True)
+    except Exception:  # a lost server: nothing is left to release there
+        log.debug("releasing a replaced session failed", exc_info=True)
 
 
 def _first_line(exc: BaseException) -> str:

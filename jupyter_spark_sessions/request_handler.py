@@ -68,7 +68,10 @@ class RequestHandler:
             return self._add(request, comm)
         if request.action == "cancel":
             outcome = self.board.request_cancel(
-                request.groups, session=request.session, everything=request.all
+                request.groups,
+                session=request.session,
+                everything=request.all,
+                source=request.source,
             )
             return protocol.ok_reply(
                 request, cancelling=list(outcome.cancelling), messages=list(outcome.messages)

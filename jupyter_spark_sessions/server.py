@@ -67,6 +67,8 @@ class KernelRequestHandler(APIHandler):
                 f"{', '.join(sorted(RELAYED_ACTIONS))}.",
             )
             return
+        if request.action == "cancel":  # the cell's error says where it came from
+            message = {**message, "source": "relay"}
         kernel = self.kernel_manager.get_kernel(kernel_id)
         reply = await relay_to_control_channel(kernel, message, REPLY_TIMEOUT)
         if reply is None:

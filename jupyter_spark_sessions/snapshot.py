@@ -11,17 +11,19 @@ The protocol's ``board`` object is ``BoardSnapshot.to_dict()``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from . import job_tags
 from .backends.base import OperationReport
 
-GroupState = Literal["running", "cancelling", "succeeded", "failed", "cancelled"]
-FINAL_STATES = ("succeeded", "failed", "cancelled")
+GroupState = Literal["running", "cancelling", "succeeded", "failed", "cancelled", "lost"]
+FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
 
-# Spark's job statuses (JobExecutionStatus) that mean the job has ended.
-_ENDED = {"SUCCEEDED", "FAILED"}
+#: Our status for a job whose driver (or Connect server) went away before it ended.
+LOST = "LOST"
+# Spark's job statuses (JobExecutionStatus) that mean the job has ended, and ours.
+_ENDED = {"SUCCEEDED", "FAILED", LOST}
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class JobView:
 
     id: int
     name: str
-    status: str  # Spark's: RUNNING, SUCCEEDED, FAILED, UNKNOWN
+    status: str  # Spark's: RUNNING, SUCCEEDED, FAILED, UNKNOWN; or LOST
     submitted_at: float | None  # epoch seconds
     completed_at: float | None
     tasks: TaskCounts
@@ -275,9 +277,19 @@ def group_state(
     failed = [j for j in jobs if j.status == "FAILED"]
     if any(_was_cancelled(j, cancel_job_ids, cancel_requested_at) for j in failed):
         return "cancelled"
+    if any(j.status == LOST for j in jobs):
+        return "lost"
     if failed:
         return "failed"
     return "succeeded"
+
+
+def lost(job: JobView, now: float) -> JobView:
+    """``job`` as it ends when its driver or server goes away: no task runs any more."""
+    if not job.running:
+        return job
+    tasks = replace(job.tasks, active=0)
+    return replace(job, status=LOST, completed_at=now, tasks=tasks, stages=())
 
 
 def operation_view(
@@ -289,7 +301,7 @@ def operation_view(
     done = report.done
     status = "RUNNING"
     if done:
-        status = "FAILED" if report.failed else "SUCCEEDED"
+        status = LOST if report.lost else "FAILED" if report.failed else "SUCCEEDED"
     return JobView(
         id=number,
         name=f"operation {report.operation_id[:8]}",

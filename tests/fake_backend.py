@@ -50,6 +50,9 @@ class FakeBackend:
     def problem(self) -> str:
         return ""
 
+    def explain(self, error: BaseException, bound: bool) -> str:
+        return ""
+
     def running_jobs(self) -> int:
         return self.running
 

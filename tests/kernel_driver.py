@@ -216,3 +216,17 @@ class Kernel:
         started = time.monotonic()
         self.manager.shutdown_kernel(now=False)
         self.shutdown_seconds = time.monotonic() - started
+
+
+def assert_cancelled_in_one_line(result: CellResult, group_id: str, source: str = "") -> None:
+    """The cell ended with the one line a cancel gives (``cell_errors.cancel_story``):
+    its group, the Spark jobs the cancel reached, and where it came from."""
+    import re
+
+    where = f" {source}" if source else ""
+    pattern = rf"The Spark jobs of {re.escape(group_id)} \(jobs? \d+(, \d+)*\) were cancelled"
+    assert result.status == "error" and result.error_name == "JobsCancelled", (
+        f"{result.error_name}: {result.error_value[:300]}"
+    )
+    assert re.fullmatch(pattern + re.escape(where) + r"\.", result.error_value), result.error_value
+    assert len(result.traceback) == 1 and "\n" not in result.traceback[0], result.traceback

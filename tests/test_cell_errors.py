@@ -40,3 +40,15 @@ def test_pysparks_errors_for_the_other_flavour_are_recognised_in_its_own_code() 
     assert mixes_flavours(got_column, pyspark)
     assert not mixes_flavours(TypeError("'Column' object is not callable"), ["/home/me/x.py"])
     assert not mixes_flavours(TypeError("unsupported operand"), pyspark)
+
+
+def test_a_cancel_story_names_groups_jobs_and_where_the_cancel_came_from() -> None:
+    from jupyter_spark_sessions.cell_errors import cancel_story
+
+    assert cancel_story([("a:4", "sidebar", [3])]) == (
+        "The Spark jobs of a:4 (job 3) were cancelled from the sidebar."
+    )
+    assert cancel_story([("a:4", "interrupt", [3, 5]), ("b:4", None, [])]) == (
+        "The Spark jobs of a:4 (jobs 3, 5) were cancelled by the kernel's Interrupt; "
+        "b:4 were cancelled."
+    )

@@ -319,3 +319,63 @@ def test_a_threads_first_job_after_its_cell_ended_keeps_the_cells_description() 
     feed(board)  # the cell ran no job itself: no group yet
     snap = feed(board, job_data(1, tags=("jss:b", "jss:b:3")))  # the thread's job
     assert snap.group("b:3").description == "start_thread()"  # type: ignore[union-attr]
+
+
+def _view(name: str, disconnected: str = "") -> Any:
+    from jupyter_spark_sessions.snapshot import SessionView
+
+    return SessionView(
+        name=name,
+        origin="created",
+        backend="classic",
+        master="local[2]",
+        session_id="x",
+        isolated=True,
+        directory="/tmp/x",
+        disconnected=disconnected,
+    )
+
+
+def test_a_lost_driver_ends_its_sessions_running_groups_as_lost() -> None:
+    board = make_board("a", "b")
+    board.cell_started("a", 3, "a's cell")
+    keys = {1: ("a", 3), 2: ("b", 3)}
+    jobs = [parse_job(job_data(1, numActiveTasks=2)), parse_job(job_data(2))]
+    board.update(jobs, keys, 0, [_view("a"), _view("b")])
+    snapshot = board.update([], {}, 0, [_view("a", "the Spark driver is gone"), _view("b")])
+    lost = snapshot.group("a:3")
+    assert lost is not None and lost.state == "lost" and lost.finished is False  # cell runs
+    assert lost.jobs[0].status == "LOST" and lost.tasks.active == 0
+    assert snapshot.group("b:3").state == "running"  # type: ignore[union-attr]
+    assert group_state(lost.jobs) == "lost"
+
+
+def test_a_new_context_keeps_the_old_jobs_but_not_their_ids() -> None:
+    board = make_board("a")
+    keys = {0: ("a", 3)}
+    board.update([parse_job(job_data(0, "SUCCEEDED"))], keys, 0, [_view("a")])
+    board.update([parse_job(job_data(1))], {1: ("a", 3)}, 0, [_view("a")])
+    board.context_replaced()
+    # The new context's job 0 is a new job of a new group, not the old group's.
+    snapshot = board.update([parse_job(job_data(0))], {0: ("a", 5)}, 0, [_view("a")])
+    old, new = snapshot.group("a:3"), snapshot.group("a:5")
+    assert old is not None and new is not None
+    assert [j.status for j in old.jobs] == ["SUCCEEDED", "LOST"] and old.state == "lost"
+    assert [j.status for j in new.jobs] == ["RUNNING"]
+    assert board.settling_job_ids() == []
+
+
+def test_an_operation_that_ended_with_its_server_is_lost() -> None:
+    board = make_board("c")
+    board.record_operation(
+        "c", OperationReport("op-9", frozenset(), ((0, 1, 0, False),), 1, False, thread_cell=4)
+    )
+    board.record_operation(
+        "c",
+        OperationReport(
+            "op-9", frozenset(), ((0, 1, 0, False),), 0, True, failed=True, thread_cell=4, lost=True
+        ),
+    )
+    snapshot = board.update([], {}, 0, [])
+    group = snapshot.group("c:4")
+    assert group is not None and group.state == "lost" and group.jobs[0].status == "LOST"

@@ -61,6 +61,8 @@ class RecordingContext:
 def no_jvm_active_session(monkeypatch: pytest.MonkeyPatch) -> None:
     # Setting Spark's active session needs a JVM (tests/test_private_apis.py has it).
     monkeypatch.setattr(classic, "set_active_session", lambda session: (None, None))
+    # The recording context has no py4j gateway: count it as reachable.
+    monkeypatch.setattr(classic, "_reachable", lambda sc: True)
 
 
 def on(sc: RecordingContext) -> ClassicBackend:

@@ -126,7 +126,7 @@ def test_context_stopped_behind_the_projects_back_is_one_line_with_the_way_out(
         before = kernel.value(f"{REGISTRY}.names()")
         result = kernel.execute("%spark_session use a")
         assert "its SparkContext was stopped outside jupyter_spark_sessions" in result.usage_error
-        assert "`%spark_session stop a`" in result.usage_error
+        assert "run `%spark_session restart`" in result.usage_error
         assert result.stderr.strip().count("\n") == 0
         assert kernel.value(f"{REGISTRY}.names()") == before
         assert "stopped outside" in kernel.ok("%spark_session info a").stdout

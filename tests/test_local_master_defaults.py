@@ -67,11 +67,14 @@ def test_local_master_binds_loopback_and_keeps_scratch_private(builder: Recordin
     classic.start_context("local[2]", "app", {}, scratch_dir="/private/.spark-scratch")
     assert builder.conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert builder.conf["spark.driver.host"] == "127.0.0.1"
-    assert builder.conf["spark.local.dir"] == "/private/.spark-scratch"
     assert builder.conf["spark.ui.killEnabled"] == "false"
-    # The UI binds to SPARK_LOCAL_IP: set for the JVM's launch, then gone again.
+    # The UI binds to SPARK_LOCAL_IP, the scratch files go to SPARK_LOCAL_DIRS (not
+    # spark.local.dir, which Spark warns about at each start): set for the JVM's
+    # launch, then gone again.
     assert builder.environ_at_start["SPARK_LOCAL_IP"] == "127.0.0.1"
-    assert "SPARK_LOCAL_IP" not in os.environ
+    assert builder.environ_at_start["SPARK_LOCAL_DIRS"] == "/private/.spark-scratch"
+    assert "spark.local.dir" not in builder.conf
+    assert "SPARK_LOCAL_IP" not in os.environ and "SPARK_LOCAL_DIRS" not in os.environ
 
 
 def test_cluster_master_keeps_sparks_own_binding(builder: RecordingBuilder) -> None:
@@ -92,6 +95,7 @@ def test_context_conf_wins_over_every_default(builder: RecordingBuilder) -> None
     }
     classic.start_context("local[*]", "app", mine, scratch_dir="/private/x")
     assert {key: builder.conf[key] for key in mine} == mine
+    assert "SPARK_LOCAL_DIRS" not in builder.environ_at_start
 
 
 def test_the_users_spark_local_ip_and_local_dirs_win(
@@ -104,6 +108,7 @@ def test_the_users_spark_local_ip_and_local_dirs_win(
         builder.conf
     )
     assert builder.environ_at_start["SPARK_LOCAL_IP"] == "10.1.2.3"
+    assert builder.environ_at_start["SPARK_LOCAL_DIRS"] == "/scratch"
     assert os.environ["SPARK_LOCAL_IP"] == "10.1.2.3"  # left as the user set it
 
 
@@ -119,3 +124,23 @@ def test_local_connect_server_gets_the_same_defaults(
     assert conf["spark.ui.killEnabled"] == "true"  # connect_conf wins
     assert classic.local_master_env("local[2]") == {"SPARK_LOCAL_IP": "127.0.0.1"}
     assert classic.local_master_env("spark://host:7077") == {}
+
+
+def test_the_driver_logs_through_the_quiet_config_unless_the_user_has_one(
+    builder: RecordingBuilder, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1")
+    classic.start_context("local[2]", "app", {}, scratch_dir="/private/x")
+    opts = builder.environ_at_start["SPARK_SUBMIT_OPTS"]
+    assert opts == f"-Dmine=1 -Dlog4j2.configurationFile={classic.LOG_CONFIG.as_uri()}"
+    assert classic.LOG_CONFIG.is_file()
+    assert "org.apache.spark.scheduler.TaskSetManager" in classic.LOG_CONFIG.read_text()
+    assert os.environ["SPARK_SUBMIT_OPTS"] == "-Dmine=1"  # restored after the launch
+
+    (tmp_path / "log4j2.properties").write_text("rootLogger.level = info\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert classic.quiet_logging_env({}) == {}
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    java_opts = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=file:/x"}
+    assert classic.quiet_logging_env(java_opts) == {}

@@ -40,3 +40,41 @@ def test_help_is_plain_line_magic_text_with_an_example_per_subcommand() -> None:
     assert "::" not in doc and "%%spark_session create" not in doc
     for sub in (*SUBCOMMANDS, "add_file", "add_archive", "add_pyfile", "jobs", "cancel"):
         assert f"Example: %spark_session {sub}" in doc
+
+
+def test_a_bare_magic_prints_the_short_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    from jupyter_spark_sessions.magics import _parse
+
+    assert _parse("   ") is None
+    out = capsys.readouterr().out
+    assert out.startswith("Usage: %spark_session SUBCOMMAND ...") and "restart, reconnect" in out
+
+
+@pytest.mark.parametrize(
+    ("line", "hint"),
+    [
+        ("creat a", "did you mean `create`?"),
+        ("lst", "did you mean `list`?"),
+        ("zzz", "'zzz' (one of create, adopt, use,"),
+    ],
+)
+def test_an_unknown_subcommand_suggests_the_closest(line: str, hint: str) -> None:
+    from IPython.core.error import UsageError
+
+    from jupyter_spark_sessions.magics import _parse
+
+    with pytest.raises(UsageError, match="Unknown subcommand") as raised:
+        _parse(line)
+    assert hint in str(raised.value)
+
+
+def test_a_subcommand_missing_an_argument_shows_its_usage() -> None:
+    from IPython.core.error import UsageError
+
+    from jupyter_spark_sessions.magics import _parse
+
+    with pytest.raises(UsageError) as raised:
+        _parse("reconnect")
+    assert str(raised.value) == (
+        "the following arguments are required: NAME (usage: %spark_session reconnect NAME)"
+    )

@@ -112,15 +112,15 @@ def test_panel_click_without_the_router_still_asks_the_board_to_cancel(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     panel = panel_with_a_session(monkeypatch, RouterlessComm)
-    asked: list[tuple[tuple[str, ...], str | None]] = []
+    asked: list[tuple[tuple[str, ...], str | None, str | None]] = []
 
-    def request_cancel(groups: Any, session: str | None = None) -> Any:
-        asked.append((tuple(groups), session))
+    def request_cancel(groups: Any, session: str | None = None, source: str | None = None) -> Any:
+        asked.append((tuple(groups), session, source))
         return SimpleNamespace(messages=["Cancel requested for a."], cancelling=())
 
     monkeypatch.setattr(panel.board, "request_cancel", request_cancel)
     panel._session_rows["a"].cancel.click()  # what a click handled on any thread does
-    assert asked == [((), "a")]
+    assert asked == [((), "a", "panel")]
     panel.close()
 
 

@@ -276,3 +276,29 @@ def test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group(
             continue
     assert daemons, "the context does not run jupyter_spark_sessions.spark_daemon"
     assert all(os.getpgid(p.pid) != kernel_group for p in daemons)
+
+
+def test_a_killed_jvm_is_lost_and_a_new_one_starts_once_it_is_forgotten(root: Any) -> None:
+    # Last in this module: it kills the module's JVM (driver_state, forget_lost_driver).
+    sc = root.sparkContext
+    assert classic.driver_state(sc) == "running" and classic.driver_problem(sc) == ""
+    classic.quiet_accumulator_server(sc)
+    assert sc._accumulatorServer.handle_error.__name__ == "handle_error"
+    assert sc._accumulatorServer._jss_quiet is True
+    process = classic.gateway_process()
+    assert process is not None
+    process.kill()
+    process.wait(30)
+    assert classic.driver_state(sc) == "lost"
+    assert "its JVM exited with signal 9" in classic.driver_problem(sc)
+    classic.forget_lost_driver(sc)
+    assert classic.active_context() is None
+    new = classic.start_context("local[1]", "after-loss", {"spark.ui.enabled": "false"})
+    try:
+        assert new.range(3).count() == 3
+        assert classic.driver_state(sc) == "lost", "the old context stays lost"
+        assert "its JVM" in classic.driver_problem(sc)
+        assert classic.driver_state(new.sparkContext) == "running"
+    finally:
+        new.sparkContext.stop()
+    assert classic.driver_state(new.sparkContext) == "stopped"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 
@@ -77,7 +78,10 @@ def make_handler() -> tuple[RequestHandler, JobBoard]:
     handler = RequestHandler(FakeRegistry(), board)  # type: ignore[arg-type]
     board.cell_started("etl", 12, "df.count()")
     jobs = [_job(31, "RUNNING"), _job(32, "SUCCEEDED")]
-    board.update(jobs, {31: ("etl", 12), 32: ("etl", 13)}, 0, [_session()])
+    # Connected: a disconnected session's running jobs end as lost.
+    board.update(
+        jobs, {31: ("etl", 12), 32: ("etl", 13)}, 0, [replace(_session(), disconnected="")]
+    )
     return handler, board
 
 
@@ -394,6 +398,9 @@ GOOD_REQUESTS = [
     request("add", session="etl", kind="file", path="data/lookup.csv"),
     request("add", session="etl", kind="archive", path="/abs/deps.zip", alias="deps"),
     request("add", session="etl", kind="pyfile", path="p" * 4096, alias=None),
+    request("cancel", groups=["etl:12"], source="sidebar"),
+    request("cancel", session="etl", source="cell"),
+    request("cancel", all=True, source="relay"),
 ]
 
 BAD_REQUESTS = {
@@ -419,6 +426,8 @@ BAD_REQUESTS = {
     "too long group id": request("cancel", groups=["g" * 257]),
     "group id not text": request("cancel", groups=[12]),
     "all false": request("cancel", all=False),
+    "unknown cancel source": request("cancel", all=True, source="bookmarklet"),
+    "cancel source not text": request("cancel", session="etl", source=1),
     "empty session": request("cancel", session=""),
     "too long session": request("cancel", session="s" * 257),
     "session null": request("cancel", session=None),

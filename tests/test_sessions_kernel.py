@@ -147,7 +147,9 @@ def test_cell_magic_tags_jobs_with_its_own_session(sessions: Kernel) -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("%spark_session frobnicate", "invalid choice: 'frobnicate'"),
+        ("%spark_session frobnicate", "Unknown subcommand 'frobnicate' (one of create, adopt,"),
+        ("%spark_session creat x", "Unknown subcommand 'creat': did you mean `create`?"),
+        ("%spark_session add_file a", "the following arguments are required: PATH (usage: "),
         ("%spark_session use nobody", "No session named 'nobody'"),
         ("%spark_session info nobody", "No session named 'nobody'"),
         ("%spark_session stop nobody", "No session named 'nobody'"),
@@ -161,7 +163,6 @@ def test_cell_magic_tags_jobs_with_its_own_session(sessions: Kernel) -> None:
         ("%spark_session adopt c not_defined", "No variable named 'not_defined'"),
         ("%spark_session adopt c some_int", "'some_int' is a builtins.int, not a SparkSession"),
         ("%spark_session adopt c some_session", "already registered as 'a'"),
-        ("%spark_session", "the following arguments are required"),
     ],
 )
 def test_user_mistakes_are_one_line_and_change_nothing(
@@ -179,8 +180,17 @@ def test_user_mistakes_are_one_line_and_change_nothing(
 def test_help_shows_every_subcommand(sessions: Kernel) -> None:
     result = sessions.ok("%spark_session?")
     text = "".join(p.get("data", {}).get("text/plain", "") for p in result.payload)
-    for sub in ("create", "adopt", "use", "list", "info", "stop"):
-        assert f"%spark_session {sub}" in text
+    for sub in ("create", "adopt", "use", "list", "info", "stop", "restart", "reconnect"):
+        assert f"usage: %spark_session {sub}" in text
+        assert f"Example: %spark_session {sub}" in text
+    assert "::" not in text and "%%spark_session create" not in text
+
+
+def test_a_bare_magic_prints_a_short_usage_that_points_at_the_help(sessions: Kernel) -> None:
+    result = sessions.ok("%spark_session")
+    assert result.stdout.startswith("Usage: %spark_session SUBCOMMAND ... (create, adopt,")
+    assert "`%spark_session?` shows each with an example" in result.stdout
+    assert result.stdout.count("\n") == 1 and not result.stderr
 
 
 def test_racing_creates_of_one_name_yield_one_session_and_one_error(sessions: Kernel) -> None:

@@ -36,6 +36,8 @@ class OperationReport:
     #: The execution count of the managed cell the running thread belongs to (None:
     #: no managed cell, e.g. a plain thread).
     thread_cell: int | None = None
+    #: It ended because the server went away or forgot the session (shown "lost").
+    lost: bool = False
 
 
 #: Where a backend that reports its own operations (Connect) sends them.
@@ -85,6 +87,13 @@ class SessionBackend(Protocol):
     def problem(self) -> str:
         """What keeps the session from working now, as views show it ("" when
         nothing does): a stopped context, an unreachable server."""
+        ...
+
+    def explain(self, error: BaseException, bound: bool) -> str:
+        """One line (with the way out) when ``error``, raised in a cell, is how this
+        session fails because its driver or server went away; "" otherwise. ``bound``:
+        the cell ran bound to this session (other sessions claim only errors that
+        their own loss explains)."""
         ...
 
     def running_jobs(self) -> int:

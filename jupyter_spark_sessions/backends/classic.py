@@ -9,16 +9,19 @@ docs/job-tags.md and docs/files.md say why the public alternatives do not do the
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
 from ..job_tags import session_tag
@@ -52,22 +55,177 @@ def gateway_process() -> subprocess.Popen[bytes] | None:
     return proc
 
 
+DriverState = Literal["running", "stopped", "lost"]
+
+
+def driver_state(sc: SparkContext) -> DriverState:
+    """ "running"; "stopped" (``stop()`` from Python, or a fatal error in the JVM); or
+    "lost": its JVM exited or cannot be reached (killed, out of memory), or a newer
+    driver replaced it (``forget_lost_driver``)."""
+    from py4j.protocol import Py4JError
+
+    if getattr(sc, "_jss_driver_lost", False):  # forgotten after its JVM died
+        return "lost"
+    if sc._jsc is None:  # private; PySpark sets it to None on stop()
+        return "stopped"
+    gateway = _gateway_of(sc)
+    proc = getattr(gateway, "proc", None)  # private; None for a JVM started outside Python
+    if gateway is None or (proc is not None and proc.poll() is not None):
+        return "lost"  # known without a round trip (which would end in ConnectionRefused)
+    try:
+        stopped = bool(sc._jsc.sc().isStopped())
+    except (Py4JError, OSError):  # the JVM died a moment ago
+        return "lost"
+    return "stopped" if stopped else "running"
+
+
+def _gateway_of(sc: SparkContext) -> Any:
+    """PySpark's gateway if ``sc`` talks through it (None once it was replaced)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway  # private; class attribute, None once forgotten
+    client = getattr(gateway, "_gateway_client", None)  # private (py4j)
+    jsc = sc._jsc  # private
+    if gateway is None or jsc is None or jsc._gateway_client is not client:
+        return None
+    return gateway
+
+
+def _reachable(sc: SparkContext) -> bool:
+    # Without a round trip: a context stopped from Python, or a JVM known to be gone.
+    gateway = _gateway_of(sc)
+    proc = getattr(gateway, "proc", None)  # private
+    return gateway is not None and (proc is None or proc.poll() is None)
+
+
 def context_is_stopped(sc: SparkContext) -> bool:
-    """True when ``sc`` was stopped (from Python, or in the JVM after a fatal error)."""
-    jsc = sc._jsc  # private; PySpark sets it to None on stop()
-    if jsc is None:
-        return True
-    return bool(jsc.sc().isStopped())
+    """True when ``sc`` cannot run jobs: stopped, or its driver lost."""
+    return driver_state(sc) != "running"
+
+
+def restart_hint(master: str | None) -> str:
+    return (
+        f"run `%spark_session restart` to start a new one on {master} with your sessions "
+        "and their files"
+    )
+
+
+def driver_problem(sc: SparkContext) -> str:
+    """Why ``sc`` cannot run jobs, in one line with the way out; "" when it can."""
+    state = driver_state(sc)
+    if state == "running":
+        return ""
+    if state == "stopped":
+        return (
+            "its SparkContext was stopped outside jupyter_spark_sessions (spark.stop()?): "
+            + restart_hint(sc.master)
+        )
+    proc = getattr(_gateway_of(sc), "proc", None)  # private
+    code = None
+    if proc is not None:  # a JVM that just broke its connection may still be exiting
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = proc.wait(0.5)
+    how = "its JVM cannot be reached"
+    if code is not None:
+        how = f"its JVM exited with signal {-code}" if code < 0 else f"its JVM exited ({code})"
+    return f"the Spark driver of this kernel is gone ({how}): " + restart_hint(sc.master)
+
+
+def _raised_by_a_gone_driver(error: BaseException) -> bool:
+    # How PySpark fails on a dead JVM (py4j, sockets) or a stopped context (its
+    # ``_jsc`` is None); a Java exception from a live driver is a Py4JError too, which
+    # the caller tells apart by asking the driver.
+    from py4j.protocol import Py4JError
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (Py4JError, ConnectionError, EOFError)):
+            return True
+        if isinstance(current, AttributeError) and "'NoneType' object" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def require_running(sc: SparkContext, name: str) -> None:
-    """Raise ContextStoppedError, saying how to recover, when ``sc`` is stopped."""
-    if context_is_stopped(sc):
-        raise ContextStoppedError(
-            f"Session '{name}' is unusable: its SparkContext was stopped outside "
-            f"jupyter_spark_sessions (spark.stop()?). Run `%spark_session stop {name}` to "
-            "drop it, then `%spark_session create NAME` to start a new context."
-        )
+    """Raise ContextStoppedError, saying how to recover, unless ``sc`` runs."""
+    problem = driver_problem(sc)
+    if problem:
+        raise ContextStoppedError(f"Session '{name}' is unusable: {problem}.")
+
+
+def forget_lost_driver(sc: SparkContext) -> None:
+    """Let PySpark launch a new JVM after ``sc``'s died or was stopped: clear what it
+    keeps of the old one (the gateway, the active context and sessions). Private."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if driver_state(sc) == "lost":
+        sc._jss_driver_lost = True  # type: ignore[attr-defined]  # still lost once forgotten
+    with warnings.catch_warnings(), contextlib.suppress(Exception):
+        warnings.simplefilter("ignore")  # "Unable to cleanly shutdown Spark JVM process"
+        sc.stop()
+    # What stop() does after its JVM call, which raises (not only Py4JError) on a dead JVM.
+    sc._jsc = None
+    server, sc._accumulatorServer = getattr(sc, "_accumulatorServer", None), None  # type: ignore[assignment]
+    if server is not None:
+        with contextlib.suppress(Exception):
+            server.shutdown()
+    with SparkContext._lock:
+        if SparkContext._active_spark_context is sc:
+            SparkContext._active_spark_context = None
+    gateway = SparkContext._gateway
+    if gateway is not None and _gateway_is_dead(gateway):
+        SparkContext._gateway, SparkContext._jvm = None, None
+        with contextlib.suppress(Exception):
+            gateway.close()  # the Python side of the dead connection
+    SparkSession._instantiatedSession = None  # private
+    SparkSession._activeSession = None  # private
+
+
+def _current_gateway() -> Any:
+    from pyspark import SparkContext
+
+    return SparkContext._gateway  # private
+
+
+def _gateway_is_dead(gateway: Any) -> bool:
+    from py4j.protocol import Py4JError
+
+    proc = getattr(gateway, "proc", None)  # private
+    if proc is not None:
+        return proc.poll() is not None
+    try:  # a JVM started outside Python (PYSPARK_GATEWAY_PORT): ask it
+        gateway.jvm.java.lang.System.currentTimeMillis()
+    except (Py4JError, OSError):
+        return True
+    return False
+
+
+#: Settings Spark or PySpark put on every context: not the user's, and wrong for the
+#: next one (its ids, ports and start times).
+_RUNTIME_SETTINGS = (
+    "spark.app.id",
+    "spark.app.startTime",
+    "spark.app.submitTime",
+    "spark.app.initial.",
+    "spark.driver.port",
+    "spark.driver.host",
+    "spark.executor.id",
+    "spark.master",
+    "spark.submit.",
+    "spark.ui.proxyBase",
+)
+
+
+def context_settings(sc: SparkContext) -> dict[str, str]:
+    """The settings of a running context that a new one should repeat (no ids, ports
+    or times Spark added)."""
+    return {
+        key: value for key, value in sc.getConf().getAll() if not key.startswith(_RUNTIME_SETTINGS)
+    }
 
 
 def start_context(
@@ -75,20 +233,85 @@ def start_context(
 ) -> SparkSession:
     """Start the kernel's SparkContext and return its root session. On a local master,
     its driver and UI listen on loopback and its scratch files go to ``scratch_dir``
-    (see ``local_master_defaults``); ``conf`` wins over every default."""
+    (see ``local_master_defaults``); its JVM logs only what a notebook user needs
+    (``quiet_logging_env``); ``conf`` wins over every default."""
     from pyspark.sql import SparkSession
 
     # Executors' Python workers must run the kernel's interpreter, which has pyarrow
     # and the user's packages; an explicit setting by the user wins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    defaults = {**OWNED_CONTEXT_DEFAULTS, **local_master_defaults(master, scratch_dir)}
+    defaults = {**OWNED_CONTEXT_DEFAULTS, **local_master_defaults(master)}
     builder = SparkSession.builder.master(master).appName(app_name)
     if is_local_master(master):  # executors run this interpreter, with this package
         defaults.update(LOCAL_CONTEXT_DEFAULTS)
     for key, value in {**defaults, **conf}.items():
         builder = builder.config(key, value)
-    with _environ(local_master_env(master)), api_flavour.classic():
+    env = local_master_env(master)
+    users = "spark.local.dir" in conf or "SPARK_LOCAL_DIRS" in os.environ
+    if scratch_dir and is_local_master(master) and not users:
+        env["SPARK_LOCAL_DIRS"] = scratch_dir  # not spark.local.dir: Spark warns at each start
+    env.update(quiet_logging_env(conf))
+    _drop_py4j_tracebacks_of_a_dead_jvm()
+    with _environ(env), api_flavour.classic():
         return builder.getOrCreate()
+
+
+class _DeadJvmLogFilter(logging.Filter):
+    """py4j logs a traceback through the root logger for the call that finds the JVM
+    dead; the cell's own error already says so in one line (``ClassicBackend.explain``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != "Exception while sending command.":
+            return True
+        gateway = _current_gateway()
+        return not (gateway is not None and _gateway_is_dead(gateway))
+
+
+_DEAD_JVM_LOG_FILTER = _DeadJvmLogFilter()
+
+
+def _drop_py4j_tracebacks_of_a_dead_jvm() -> None:
+    logging.getLogger().addFilter(_DEAD_JVM_LOG_FILTER)  # once: filters are a set
+
+
+def quiet_accumulator_server(sc: SparkContext) -> None:
+    """PySpark's accumulator server (a socketserver thread, private) prints a traceback
+    to stderr, into the running cell, when the JVM's connection to it breaks (the JVM
+    died: the cell says so in one line); any other error it still prints."""
+    server = getattr(sc, "_accumulatorServer", None)  # private
+    if server is None or getattr(server, "_jss_quiet", False):
+        return
+    report = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        # Called inside the handler's except block; a JVM that went away mid-read
+        # shows as EOF or a reset connection (it may not be reaped yet).
+        if not isinstance(sys.exc_info()[1], (EOFError, ConnectionError)):
+            report(request, client_address)
+
+    server.handle_error = handle_error
+    server._jss_quiet = True
+
+
+#: The JVM's logging for a context this project starts: Spark's own defaults at WARN
+#: (what its shells use), without the lines every start or cancel prints (native
+#: Hadoop, killed tasks, interrupted Python workers), which would land in whatever
+#: cell runs next.
+LOG_CONFIG = Path(__file__).resolve().parent.parent / "spark-log4j2.properties"
+
+
+def quiet_logging_env(conf: Mapping[str, str]) -> dict[str, str]:
+    """``SPARK_SUBMIT_OPTS`` that points the driver's log4j at ``LOG_CONFIG``; nothing
+    when the user configured log4j (SPARK_CONF_DIR/log4j2.properties, or
+    log4j2.configurationFile in SPARK_SUBMIT_OPTS or spark.driver.extraJavaOptions)."""
+    opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    own = "log4j2.configurationFile" in opts + conf.get("spark.driver.extraJavaOptions", "")
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(
+        os.environ.get("SPARK_HOME", "/nonexistent"), "conf"
+    )
+    if own or os.path.exists(os.path.join(conf_dir, "log4j2.properties")):
+        return {}
+    return {"SPARK_SUBMIT_OPTS": f"{opts} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}".strip()}
 
 
 def is_local_master(master: str) -> bool:
@@ -101,7 +324,8 @@ def local_master_defaults(master: str, scratch_dir: str | None = None) -> dict[s
     driver listens on loopback (unless the user's SPARK_LOCAL_IP says where Spark binds),
     and its scratch files (shuffle and spill data, the executors' copies of session files)
     go to ``scratch_dir``, inside the kernel's private folder (unless the user's
-    SPARK_LOCAL_DIRS says where). Nothing for other masters."""
+    SPARK_LOCAL_DIRS says where; the kernel's context gets it as SPARK_LOCAL_DIRS, see
+    ``start_context``). Nothing for other masters."""
     if not is_local_master(master):
         return {}
     defaults = dict(LOCAL_MASTER_DEFAULTS) if "SPARK_LOCAL_IP" not in os.environ else {}
@@ -123,14 +347,16 @@ def local_master_env(master: str) -> dict[str, str]:
 def _environ(values: Mapping[str, str]) -> Iterator[None]:
     # PySpark copies os.environ into the JVM it launches (once per kernel): set the
     # values only around that launch, so the kernel's own children do not inherit them.
-    added = {key: value for key, value in values.items() if key not in os.environ}
-    os.environ.update(added)
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        for key, value in added.items():
-            if os.environ.get(key) == value:
-                del os.environ[key]
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def ui_url(sc: SparkContext) -> str | None:
@@ -491,6 +717,7 @@ class _ThreadTags:
     active_before: Any = None  # Spark's active session of the thread before (JVM)
     python_active_before: Any = None  # PySpark's process-wide active session before
     flavour_before: str | None = None  # SPARK_CONNECT_MODE_ENABLED before
+    tags_set: bool = False  # False when the driver was unreachable: nothing to undo
 
 
 class ClassicBackend:
@@ -499,7 +726,9 @@ class ClassicBackend:
     kind: BackendKind = "classic"
 
     def __init__(self, session: SparkSession, name: str, isolated: bool) -> None:
+        self.name = name
         self.session = session
+        quiet_accumulator_server(session.sparkContext)
         self.session_id = session_uuid(session)
         self.spark_session_tag = session_job_tag(session)
         #: Together they cover every job of the session: Spark's own session tag (SQL
@@ -528,9 +757,13 @@ class ClassicBackend:
         return self._ui_url[1]
 
     def problem(self) -> str:
-        if context_is_stopped(self.sc):
-            return "its SparkContext was stopped outside jupyter_spark_sessions"
-        return ""
+        return driver_problem(self.sc)
+
+    def explain(self, error: BaseException, bound: bool) -> str:
+        if not _raised_by_a_gone_driver(error):
+            return ""
+        problem = driver_problem(self.sc)
+        return f"Session '{self.name}' is unusable: {problem}." if problem else ""
 
     def running_jobs(self) -> int:
         if context_is_stopped(self.sc):
@@ -561,7 +794,7 @@ class ClassicBackend:
     def tag_thread(self, tags: tuple[str, ...]) -> _ThreadTags:
         applied = _ThreadTags(tags)
         sc = self.sc
-        if sc._jsc is None:  # stopped from Python: its jobs cannot run, nothing to tag
+        if not _reachable(sc):  # stopped or lost: its jobs cannot run, nothing to tag
             return applied
         for tag in tags:
             sc.addJobTag(tag)
@@ -571,11 +804,12 @@ class ClassicBackend:
             applied.state_before = set_thread_artifact_state(sc, self._artifact_state)
         applied.active_before, applied.python_active_before = set_active_session(self.session)
         applied.flavour_before = api_flavour.use(connect=False)
+        applied.tags_set = True
         return applied
 
     def untag_thread(self, applied: _ThreadTags) -> None:
         sc = self.sc
-        if sc._jsc is None:  # the context was stopped meanwhile: nothing to untag
+        if not _reachable(sc) or not applied.tags_set:  # stopped or lost meanwhile
             return
         for tag in applied.tags:
             sc.removeJobTag(tag)

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from ..session_root import open_private
 from . import api_flavour
 from .base import BackendKind, JobRef, OperationReport, OperationSink
 from .classic import local_master_defaults, local_master_env
+from .connect_tls import check_token_transport
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
@@ -128,14 +130,21 @@ class LocalConnectServer:
     this kernel knows (passed in the environment, not on the command line)."""
 
     def __init__(
-        self, master: str, conf: Mapping[str, str], log_dir: Path, start_timeout: float
+        self,
+        master: str,
+        conf: Mapping[str, str],
+        log_dir: Path,
+        start_timeout: float,
+        port: int | None = None,
+        token: str | None = None,
     ) -> None:
         self.master = master
+        self._port = port  # None: a free one at each start
         scratch = str(log_dir / ".connect-scratch")
         self._conf = {**LOCAL_SERVER_DEFAULTS, **local_master_defaults(master, scratch), **conf}
         self._log_path = log_dir / "connect-server.log"
         self._start_timeout = start_timeout
-        self._token = secrets.token_hex(24)
+        self._token = token or secrets.token_hex(24)
         self._process: subprocess.Popen[bytes] | None = None
         self.endpoint: Endpoint | None = None
 
@@ -144,7 +153,7 @@ class LocalConnectServer:
         import pyspark
 
         spark_home = os.path.dirname(pyspark.__file__)
-        port = _free_port()
+        port = self._port or _free_port()
         conf = {
             **self._conf,
             "spark.connect.grpc.binding.address": "localhost",
@@ -282,6 +291,8 @@ def bound_retries(session: ConnectSession, seconds: float) -> None:
         max_server_retry_delay=int(seconds * 1000),
     )
     session.client.set_retry_policies([policy])
+    # The client warns before raising; the cell's one-line error says it (explain).
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]", category=UserWarning)
 
 
 def session_endpoint(session: ConnectSession) -> Endpoint:
@@ -461,10 +472,15 @@ def problem_after(error: BaseException | None, previous: str) -> str:
     if error is None:
         return ""
     if is_connection_error(error):
-        return error_line(error)
+        return f"{_UNREACHABLE} ({error_line(error)})"
     if is_lost_session(error):
-        return "the server no longer knows this session (restarted?): stop it and create it again"
+        return _FORGOTTEN
     return previous
+
+
+_UNREACHABLE = "cannot be reached"
+_FORGOTTEN = "no longer knows this session (it restarted?)"
+_BROKEN = "answers again, but this session's connection to it broke"
 
 
 def error_line(error: BaseException) -> str:
@@ -485,6 +501,7 @@ def create(
 ) -> ConnectBackend:
     """A new session ``name`` on the server at ``endpoint`` with the SQL settings
     ``conf`` (ConfError, and nothing left open, when the server refuses one)."""
+    check_token_transport(endpoint)
     session = open_session(endpoint, retry_seconds)
     try:
         for key, value in conf.items():
@@ -526,6 +543,7 @@ class ConnectBackend:
     def __init__(
         self, session: ConnectSession, name: str, endpoint: Endpoint, recheck_seconds: float = 2.0
     ) -> None:
+        self.name = name
         self.session = session
         self.session_id = session_id(session)
         self.spark_session_tag = ""  # Connect lists no jobs: the session reports them
@@ -546,21 +564,49 @@ class ConnectBackend:
                 f"Session '{name}' was stopped outside jupyter_spark_sessions "
                 f"(spark.stop()?). Run `%spark_session stop {name}`, then create it again."
             )
+        problem = self.problem()
+        if problem:
+            raise ConnectError(f"Session '{name}' is unusable: {problem}.")
+
+    def explain(self, error: BaseException, bound: bool) -> str:
+        lost = is_connection_error(error) or is_lost_session(error)
+        if bound and "NO_ACTIVE_SESSION" in str(error):
+            lost = True  # how a restarted server's unknown session can show
+        if not lost or (not bound and not self._unreachable()):
+            return ""  # not bound: only when its own server is down, not another's
+        reason = problem_after(error, "") or _FORGOTTEN
+        if reason.startswith(_UNREACHABLE) and not self._unreachable(fresh=True):
+            reason = _BROKEN  # the server answers again; this session's channel does not
+        with self._lock:
+            self._problem = reason
+        problem = self.problem()
+        return f"Session '{self.name}' is unusable: {problem}." if problem else ""
 
     def ui_url(self) -> str:
         return ""  # the server's UI, if any, is the server's to show
 
     def problem(self) -> str:
         # A TCP check at most every ``recheck_seconds`` (cheap, bounded), plus what the
-        # session's own calls last reported.
+        # session's own calls last reported; with the way out.
+        reason = self._unreachable()
+        if not reason:
+            with self._lock:
+                reason = self._problem
+        if not reason:
+            return ""
+        when = "when it is back, " if reason.startswith(_UNREACHABLE) else ""
+        return (
+            f"its Spark Connect server {self.endpoint.display} {reason}: {when}run "
+            f"`%spark_session reconnect {self.name}` to make it again with its settings "
+            "and files"
+        )
+
+    def _unreachable(self, fresh: bool = False) -> str:
         now = time.monotonic()
         checked = self._reachability
-        if checked is None or now - checked[0] >= self._recheck_seconds:
+        if fresh or checked is None or now - checked[0] >= self._recheck_seconds:
             checked = self._reachability = (now, reachable(self.endpoint, timeout=0.5))
-        if checked[1]:
-            return f"{self.endpoint.display} unreachable: {checked[1]}"
-        with self._lock:
-            return self._problem
+        return f"{_UNREACHABLE} ({checked[1]})" if checked[1] else ""
 
     def running_jobs(self) -> int:
         with self._lock:
@@ -596,6 +642,7 @@ class ConnectBackend:
                     failed=error is not None,
                     cancel_reason=error_line(error) if cancelled and error else "",
                     thread_cell=cell[1] if cell else None,
+                    lost=is_connection_error(error) or is_lost_session(error),
                 )
             )
 

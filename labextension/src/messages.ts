@@ -14,6 +14,7 @@ import type {
   CancelGroupsRequest,
   CancelRequest,
   CancelSessionRequest,
+  CancelSource,
   CommMessage,
   GroupState,
   Reply,
@@ -34,7 +35,8 @@ export const COMM_TARGET = 'jupyter_spark_sessions';
 export const FINAL_STATES: ReadonlyArray<GroupState> = [
   'succeeded',
   'failed',
-  'cancelled'
+  'cancelled',
+  'lost'
 ];
 
 /** Whether a state is final (the kernel observed the jobs end). */
@@ -75,12 +77,13 @@ export function makeRequest<A extends Request['action']>(
   } as unknown as RequestOf<A>;
 }
 
-/** A cancel request for `target`. */
+/** A cancel request for `target`, sent from `source` (named in the cell's error). */
 export function cancelRequest(
   target: CancelTarget,
-  requestId?: string
+  requestId?: string,
+  source: CancelSource = 'sidebar'
 ): CancelRequest {
-  const request = makeRequest('cancel', { ...target });
+  const request = makeRequest('cancel', { ...target, source });
   if (requestId !== undefined) {
     request.request_id = requestId;
   }

@@ -33,6 +33,10 @@ export type RequestId = string | null;
 export type CancelRequest =
   CancelGroupsRequest | CancelSessionRequest | CancelAllRequest;
 /**
+ * Where the user asked for the cancel, named in the cancelled cell's one-line error. The REST relay always sends relay.
+ */
+export type CancelSource = 'sidebar' | 'panel' | 'cell' | 'relay' | 'magic';
+/**
  * A session name, group id, comm id or alias.
  */
 export type Name = string;
@@ -58,10 +62,10 @@ export type OkReply =
  */
 export type ReplyType = 'reply';
 /**
- * A group's state as Spark reported it (cancelling: asked, jobs not ended yet).
+ * A group's state as Spark reported it (cancelling: asked, jobs not ended yet; lost: its driver or Connect server went away before its jobs ended).
  */
 export type GroupState =
-  'running' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled';
+  'running' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled' | 'lost';
 /**
  * Epoch seconds, or null when unknown or not yet.
  */
@@ -106,6 +110,7 @@ export interface CancelGroupsRequest {
   version: Version;
   action: 'cancel';
   request_id?: RequestId;
+  source?: CancelSource;
   /**
    * 1 to 1000 group ids.
    *
@@ -121,6 +126,7 @@ export interface CancelSessionRequest {
   version: Version;
   action: 'cancel';
   request_id?: RequestId;
+  source?: CancelSource;
   session: Name;
 }
 /**
@@ -130,6 +136,7 @@ export interface CancelAllRequest {
   version: Version;
   action: 'cancel';
   request_id?: RequestId;
+  source?: CancelSource;
   all: true;
 }
 /**

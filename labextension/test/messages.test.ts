@@ -47,12 +47,14 @@ describe('protocol helpers', () => {
       version: 1,
       action: 'cancel',
       groups: ['a:1'],
+      source: 'sidebar',
       request_id: 'r1'
     });
-    expect(cancelRequest({ session: 'a' })).toEqual({
+    expect(cancelRequest({ session: 'a' }, undefined, 'cell')).toEqual({
       version: 1,
       action: 'cancel',
-      session: 'a'
+      session: 'a',
+      source: 'cell'
     });
   });
 });

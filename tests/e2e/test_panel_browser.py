@@ -47,7 +47,10 @@ def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None
     page.screenshot(path=str(SCREENSHOTS / "panel-running.png"))
 
     cancel.click()  # the cell is still busy: the click must reach the kernel anyway
-    cell_output(page, 3).locator("text=SPARK_JOB_CANCELLED").first.wait_for(timeout=30_000)
+    cell_output(page, 3).locator(
+        f"text=JobsCancelled: The Spark jobs of {group} (job"
+    ).first.wait_for(timeout=30_000)
+    assert "were cancelled from the panel." in cell_output(page, 3).inner_text()
     page.locator(".widget-html", has_text=f"{group} cancelled").first.wait_for(timeout=30_000)
     sidebar.locator(
         f"[data-testid='jss-group'][data-group='{group}'][data-state='cancelled']"

@@ -101,7 +101,10 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     set_theme(page, "JupyterLab Light")
 
     group_a.locator("[data-testid='jss-cancel-group']").click()  # the cell is busy
-    cell_output(page, 2).locator("text=SPARK_JOB_CANCELLED").first.wait_for(timeout=30_000)
+    cell_output(page, 2).locator("text=JobsCancelled: The Spark jobs of a:3 (job").first.wait_for(
+        timeout=30_000
+    )
+    assert "were cancelled from the sidebar." in cell_output(page, 2).inner_text()
     sidebar.locator("[data-testid='jss-group'][data-group='a:3'][data-state='cancelled']").wait_for(
         timeout=30_000
     )

@@ -1,0 +1,244 @@
+"""Spark's own failures, through real kernels on real JVMs: a cancelled cell ends in one
+line and leaves no Spark WARN lines for the next cell; after the driver JVM is killed
+(``kill -9``) every magic answers in one line and ``%spark_session restart`` brings the
+sessions back with their settings and files (local and local-cluster); after
+``sparkContext.stop()`` a new context keeps the master the user chose."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import start_extension_kernel
+from test_job_board_kernel import LONG_CELL, board, request, wait_for_group
+
+from kernel_driver import Kernel, assert_cancelled_in_one_line
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+QUIET_CONF = (
+    "c.SparkSessionsConfig.default_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"
+)
+
+#: The one line the JVM itself prints at every start (Spark adds the module).
+JVM_START_LINE = "WARNING: Using incubator modules: jdk.incubator.vector"
+
+READ_FILES_CELL = """
+from pyspark.sql.functions import udf
+
+@udf("string")
+def _read_files(x):
+    import helper
+    with open("lookup.csv") as f:
+        return f.read().strip() + "|" + helper.WHO
+spark.range(1).select(_read_files("id")).first()[0]
+"""
+
+READ_ARCHIVE_CELL = """
+from pyspark.sql.functions import udf
+
+@udf("string")
+def _read_archive(x):
+    with open("pack/inside.txt") as f:
+        return f.read().strip()
+spark.range(1).select(_read_archive("id")).first()[0]
+"""
+
+
+def one_line(result_text: str) -> bool:
+    return result_text.strip().count("\n") == 0
+
+
+def spark_log_lines(text: str) -> list[str]:
+    """Lines of the JVM's log4j output (``26/12/01 12:00:00 WARN Logger: ...``)."""
+    return [line for line in text.splitlines() if " WARN " in line or " ERROR " in line]
+
+
+def driver_pid(kernel: Kernel) -> int:
+    pid: int = kernel.value("__import__('pyspark').SparkContext._gateway.proc.pid")
+    return pid
+
+
+@pytest.fixture(scope="module")
+def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    k = start_extension_kernel(tmp_path_factory, QUIET_CONF)
+    yield k
+    k.shutdown()
+
+
+def test_a_cancelled_cell_is_one_line_and_leaves_no_spark_log_lines(quiet: Kernel) -> None:
+    kernel = quiet
+    created = kernel.ok("%spark_session create a")
+    # Startup noise is the JVM's one line at most: no log4j profile, no native-Hadoop
+    # or spark.local.dir warnings.
+    assert set(created.stderr.splitlines()) <= {JVM_START_LINE}, created.stderr
+    kernel.ok("%spark_session use a")
+    busy = kernel.client.execute(LONG_CELL)
+    group = wait_for_group(
+        kernel,
+        lambda g: g["session"] == "a" and g["state"] == "running" and g["tasks"]["active"] > 0,
+    )
+    reply, _ = request(
+        kernel, {"version": 1, "action": "cancel", "groups": [group["id"]], "source": "sidebar"}
+    )
+    assert reply["cancelling"] == [group["id"]], reply
+    result = kernel.collect(busy, timeout=60)
+    job = group["jobs"][0]["id"]
+    assert_cancelled_in_one_line(result, group["id"], "from the sidebar")
+    assert (
+        result.error_value
+        == f"The Spark jobs of {group['id']} (job {job}) were cancelled from the sidebar."
+    )
+    assert spark_log_lines(result.stderr) == []
+    # The killed task's executor and scheduler lines would arrive now, in the next cell.
+    wait_for_group(
+        kernel, lambda g: g["id"] == group["id"] and g["tasks_still_running"] == 0, timeout=30
+    )
+    time.sleep(1)
+    after = kernel.ok("spark.range(3).count()")
+    assert after.result_text == "3"
+    assert after.stderr == "", after.stderr
+    # The full traceback stays reachable.
+    full = kernel.ok("%tb")
+    assert "SPARK_JOB_CANCELLED" in full.error_value
+    assert len("".join(full.traceback).splitlines()) > 50  # the Java stack too
+
+
+def test_stop_of_a_session_that_ran_nothing_says_only_that(quiet: Kernel) -> None:
+    quiet.ok("%spark_session create idle")
+    assert quiet.ok("%spark_session stop idle").stdout == "Stopped session 'idle'.\n"
+
+
+def test_after_context_stop_a_new_context_keeps_the_master_the_user_chose(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    kernel = start_extension_kernel(tmp_path_factory, QUIET_CONF)  # default: local[2]
+    try:
+        kernel.ok("%spark_session create a --master local[1] --conf spark.sql.shuffle.partitions=3")
+        kernel.ok("%spark_session use a")
+        kernel.ok("spark.sparkContext.stop()")
+        failed = kernel.execute("spark.range(2).count()")
+        assert failed.error_name == "SessionLostError" and len(failed.traceback) == 1
+        assert failed.error_value == (
+            "Session 'a' is unusable: its SparkContext was stopped outside "
+            "jupyter_spark_sessions (spark.stop()?): run `%spark_session restart` to start a "
+            "new one on local[1] with your sessions and their files."
+        )
+        created = kernel.ok("%spark_session create q")
+        assert "Created session 'q' on local[1]" in created.stdout
+        assert kernel.value(f"{REGISTRY}.session('q').sparkContext.master") == "local[1]"
+        # Naming the master it runs on is no mistake.
+        kernel.ok("%spark_session create q2 --master local[1]")
+        restarted = kernel.ok("%spark_session restart").stdout
+        assert restarted.splitlines() == [
+            "The Spark driver runs on local[1].",
+            "Session 'a' made again with its settings.",
+            "`spark` now refers to the new session.",
+        ]
+        assert kernel.ok("spark.range(5).count()").result_text == "5"
+        assert kernel.value("spark.conf.get('spark.sql.shuffle.partitions')") == "3"
+        nothing = kernel.execute("%spark_session restart")
+        assert "every session is usable: nothing to restart" in nothing.usage_error
+    finally:
+        kernel.shutdown()
+
+
+REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
+
+
+def make_files(folder: Path) -> None:
+    (folder / "lookup.csv").write_text("from-a\n")
+    (folder / "helper.py").write_text("WHO = 'helper-of-a'\n")
+    with zipfile.ZipFile(folder / "pack.zip", "w") as archive:
+        archive.writestr("inside.txt", "in-b's-archive\n")
+
+
+@pytest.mark.parametrize("master", ["local[2]", "local-cluster[2,1,1024]"])
+def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_and_files(
+    tmp_path_factory: pytest.TempPathFactory, master: str
+) -> None:
+    kernel = start_extension_kernel(tmp_path_factory, QUIET_CONF)
+    try:
+        make_files(Path(kernel.value("__import__('os').getcwd()")))
+        kernel.ok(
+            f"%spark_session create a --master {master} --conf spark.sql.shuffle.partitions=3\n"
+            "%spark_session add_file a lookup.csv\n"
+            "%spark_session add_pyfile a helper.py\n"
+            "%spark_session create b\n"
+            "%spark_session add_archive b pack.zip\n"
+            "%spark_session create c\n"
+            "from pyspark.sql import SparkSession\n"
+            "mine = SparkSession.builder.getOrCreate().newSession()\n"
+            "%spark_session adopt mine mine"
+        )
+        kernel.ok("%spark_session use a")
+        assert kernel.ok(READ_FILES_CELL).result_text == "'from-a|helper-of-a'"
+        pid = driver_pid(kernel)  # read before: the shell is busy from here
+        busy = kernel.client.execute(LONG_CELL)
+        group = wait_for_group(
+            kernel, lambda g: g["session"] == "a" and g["state"] == "running" and g["jobs"]
+        )
+        os.kill(pid, signal.SIGKILL)
+
+        lost_line = (
+            "the Spark driver of this kernel is gone (its JVM exited with signal 9): run "
+            f"`%spark_session restart` to start a new one on {master} with your sessions and "
+            "their files"
+        )
+        cell = kernel.collect(busy, timeout=60)
+        assert cell.error_name == "SessionLostError", cell.error_value
+        assert cell.error_value == f"Session 'a' is unusable: {lost_line}."
+        assert len(cell.traceback) == 1 and cell.stderr == "", cell.stderr
+
+        # The board ends the running group as lost (within a poll or two).
+        ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "lost")
+        assert all(j["status"] == "LOST" for j in ended["jobs"])
+        sessions = {s["name"]: s for s in board(kernel)["sessions"]}
+        assert sessions["a"]["disconnected"] == lost_line
+
+        # Every magic answers in one line, without a traceback.
+        listing = kernel.ok("%spark_session list")
+        assert f"Session 'a' is unusable: {lost_line}." in listing.stdout
+        assert "Traceback" not in listing.stdout + listing.stderr
+        info = kernel.ok("%spark_session info a").stdout
+        assert f"state         {lost_line}" in info
+        jobs = kernel.ok("%spark_session jobs").stdout
+        assert f"{group['id']}" in jobs and " lost " in jobs
+        for line in ("%spark_session use b", "%spark_session add_file a lookup.csv"):
+            failed = kernel.execute(line)
+            assert failed.usage_error.startswith("Session '") and lost_line in failed.usage_error
+            assert one_line(failed.stderr), failed.stderr
+        query = kernel.execute("spark.range(3).count()")
+        assert query.error_name == "SessionLostError" and len(query.traceback) == 1
+        assert kernel.ok("%spark_session stop c").stdout == "Stopped session 'c'.\n"
+
+        # One command brings the kernel back: same master and settings, same names,
+        # the files added again from the session directories; the adopted one dropped.
+        restarted = kernel.ok("%spark_session restart", timeout=180)
+        assert restarted.stdout.splitlines() == [
+            f"Started a new Spark driver on {master}.",
+            "Session 'a' made again with its settings and its 2 file(s) added again.",
+            "`spark` now refers to the new session.",
+            "Session 'b' made again with its settings and its 1 file(s) added again.",
+            "Adopted session 'mine' was dropped (its SparkContext is gone): make it again, "
+            "then `%spark_session adopt mine VARIABLE`.",
+        ]
+        assert spark_log_lines(restarted.stderr) == []
+        assert kernel.value(f"{REGISTRY}.names()") == ["a", "b"]
+        assert kernel.value("spark.sparkContext.master") == master
+        assert kernel.value("spark.conf.get('spark.sql.shuffle.partitions')") == "3"
+        assert kernel.ok(READ_FILES_CELL).result_text == "'from-a|helper-of-a'"
+        kernel.ok("%spark_session use b")
+        assert kernel.ok(READ_ARCHIVE_CELL).result_text == '"in-b\'s-archive"'
+        # The old context's jobs stay on the board as they ended; new ones are new.
+        final = {g["id"]: g for g in board(kernel)["groups"]}
+        assert final[group["id"]]["state"] == "lost"
+        assert any(g["state"] == "succeeded" and g["session"] == "b" for g in final.values())
+    finally:
+        kernel.shutdown()
