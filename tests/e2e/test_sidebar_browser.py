@@ -105,6 +105,11 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
         timeout=30_000
     )
     assert "were cancelled from the sidebar." in cell_output(page, 2).inner_text()
+    # What the user reads in place of Spark's stack: the cell's `use` line, then one line.
+    shown = [line for line in cell_output(page, 2).inner_text().splitlines() if line.strip()]
+    assert shown[0] == "`spark` is now session 'a'." and len(shown) == 2, shown
+    assert shown[1].startswith("JobsCancelled: The Spark jobs of a:3 (job "), shown
+    cell_output(page, 2).screenshot(path=str(SCREENSHOTS / "cancelled-cell.png"))
     sidebar.locator("[data-testid='jss-group'][data-group='a:3'][data-state='cancelled']").wait_for(
         timeout=30_000
     )
