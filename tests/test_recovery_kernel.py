@@ -237,8 +237,8 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
         kernel.ok("%spark_session use b")
         assert kernel.ok(READ_ARCHIVE_CELL).result_text == '"in-b\'s-archive"'
         # The old context's jobs stay on the board as they ended; new ones are new.
+        wait_for_group(kernel, lambda g: g["session"] == "b" and g["state"] == "succeeded")
         final = {g["id"]: g for g in board(kernel)["groups"]}
         assert final[group["id"]]["state"] == "lost"
-        assert any(g["state"] == "succeeded" and g["session"] == "b" for g in final.values())
     finally:
         kernel.shutdown()
