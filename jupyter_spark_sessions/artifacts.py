@@ -169,13 +169,7 @@ class SessionArtifacts:
                 self._free_target(shim_name)
             copy = self._temp_path()
             try:
-                for shim_name, code in shims.items():
-                    shim = self._temp_path()
-                    try:
-                        self._folder.write_in(shim.name, code)
-                        self._hand_to_spark(f"pyfiles/{shim_name}", shim, None)
-                    finally:
-                        _remove(shim)
+                self._hand_shims_to_spark(shims)
                 self._copy_in(source, copy)
                 self._hand_to_spark(f"pyfiles/{name}", copy, None)
                 self._folder.replace(copy.name, target.name)
@@ -208,14 +202,8 @@ class SessionArtifacts:
             kept = self.directory / _kept_archive(item.name, suffix)
             self._hand_to_spark(f"archives/{item.name}{suffix}", kept, item.name)
         else:
-            shims = _import_shims(path, item.name) if path.suffix.lower() != ".py" else {}
-            for shim_name, code in shims.items():
-                shim = self._temp_path()
-                try:
-                    self._folder.write_in(shim.name, code)
-                    self._hand_to_spark(f"pyfiles/{shim_name}", shim, None)
-                finally:
-                    _remove(shim)
+            if path.suffix.lower() != ".py":
+                self._hand_shims_to_spark(_import_shims(path, item.name))
             self._hand_to_spark(f"pyfiles/{item.name}", path, None)
 
     # -- helpers (called with the lock held) -----------------------------------------
@@ -259,6 +247,16 @@ class SessionArtifacts:
 
     def _temp_path(self) -> Path:
         return self.directory / f"{_TEMP_PREFIX}{uuid.uuid4().hex}"
+
+    def _hand_shims_to_spark(self, shims: dict[str, str]) -> None:
+        # The import shims of a .zip/.egg: written, handed over, removed (Spark has them).
+        for shim_name, code in shims.items():
+            shim = self._temp_path()
+            try:
+                self._folder.write_in(shim.name, code)
+                self._hand_to_spark(f"pyfiles/{shim_name}", shim, None)
+            finally:
+                _remove(shim)
 
     def _hand_to_spark(self, remote: str, staged_copy: Path, fragment: str | None) -> None:
         # Spark moves the staged file away; keep ours by handing over a hard link.
