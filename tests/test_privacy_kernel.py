@@ -112,7 +112,20 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def private(tmp_path_factory: pytest.TempPathFactory, inputs: dict[str, Path]) -> Iterator[Kernel]:
+def started() -> Iterator[Path]:
+    """A file in the temp directory made before this module's kernel and inputs: what
+    changed after it is what this module (and whatever runs beside it) wrote."""
+    marker = Path(tempfile.gettempdir()) / f"jss-started-{uuid.uuid4().hex}"
+    marker.touch()
+    marker.chmod(0o644)
+    yield marker
+    marker.unlink()
+
+
+@pytest.fixture(scope="module")
+def private(
+    tmp_path_factory: pytest.TempPathFactory, started: Path, inputs: dict[str, Path]
+) -> Iterator[Kernel]:
     """A kernel with the defaults (the UI on, on a free port) and a session ``a`` holding
     a file and an archive."""
     kernel = start_kernel(
@@ -170,7 +183,7 @@ def ui_address(kernel: Kernel, session: str) -> str:
 
 
 def test_the_other_user_cannot_list_or_read_the_session_root_or_any_session_file(
-    private: Kernel, other_user: str, inputs: dict[str, Path]
+    private: Kernel, other_user: str, inputs: dict[str, Path], started: Path
 ) -> None:
     directory = session_dir(private, "a")
     root = directory.parent
@@ -203,11 +216,21 @@ def test_the_other_user_cannot_list_or_read_the_session_root_or_any_session_file
         assert SECRET not in read.stdout
     # Nowhere in the temp directory (the session's tree, Spark's artifact folders and
     # scratch files) can the other user read SECRET; a readable copy would be found.
+    # Only files made since the module started are read (their ctime cannot be carried
+    # over by a copy): a long-lived machine's /tmp can hold gigabytes of older files.
     control = Path(tempfile.gettempdir()) / f"jss-readable-{uuid.uuid4().hex}"
     control.write_text(SECRET)
     control.chmod(0o644)
     try:
-        found = as_other("grep", "-rlsF", SECRET, tempfile.gettempdir())
+        found = as_other(
+            "sh",
+            "-c",
+            'find "$1" -xdev -type f -cnewer "$2" -print0 | xargs -0 -r grep -lsF -e "$3" --',
+            "search",
+            tempfile.gettempdir(),
+            str(started),
+            SECRET,
+        )
     finally:
         control.unlink()
     assert found.stdout.split() == [str(control)]
