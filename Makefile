@@ -7,9 +7,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src/*) \
 	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py) \
-	$(wildcard jupyter_spark_sessions/*.json jupyter_spark_sessions/*.properties)
+	$(wildcard jupyter_spark_sessions/*.json jupyter_spark_sessions/*.properties jupyter_spark_sessions/jars/*.jar)
 
-.PHONY: setup browser demo test lint typecheck pytest tstest test-lowest test-newest bench clean
+.PHONY: setup browser demo test lint typecheck pytest tstest test-lowest test-newest bench jar clean
 
 setup: $(STAMP)
 
@@ -150,6 +150,7 @@ test-newest: require-python-newest $(NEWEST_VENV)/.installed
 # Speed and memory targets (ratios against a baseline in the same run); rewrites
 # docs/benchmarks.md. Run on a quiet machine: not part of `make test`.
 bench: setup
+	$(BIN)/python -m pip install --quiet "$(WHEEL)[test,bench]"
 	$(BIN)/python benchmarks/cancel_latency.py
 	$(BIN)/python benchmarks/connect_cancel_latency.py
 	$(BIN)/python benchmarks/artifacts.py
@@ -158,3 +159,16 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) $(LOWEST_VENV) $(NEWEST_VENV) $(WHEEL_DIR) node_modules lib jupyter_spark_sessions/labextension tsconfig.tsbuildinfo
+
+# The JVM helper (java/, see jupyter_spark_sessions/backends/cell_scope.py), built with a
+# JDK and committed, so installing needs only a Java runtime. The manifest records the
+# sources' hash: tests/test_private_apis.py fails when the jar is older than java/.
+JAVA_SOURCES := $(sort $(wildcard java/jss/*.java))
+CELL_SCOPE_JAR := jupyter_spark_sessions/jars/jss-cell-scope.jar
+
+jar: $(JAVA_SOURCES)
+	command -v javac >/dev/null || { echo "javac (a JDK 17+) is needed to build the jar"; exit 1; }
+	rm -rf build/java && mkdir -p build/java/classes
+	javac --release 17 -Xlint:all -Werror -d build/java/classes $(JAVA_SOURCES)
+	printf 'Source-SHA256: %s\n' "$$(cat $(JAVA_SOURCES) | sha256sum | cut -d' ' -f1)" > build/java/manifest.txt
+	jar --create --date=2026-01-01T00:00:00Z --file $(CELL_SCOPE_JAR) --manifest build/java/manifest.txt -C build/java/classes .

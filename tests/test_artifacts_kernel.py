@@ -149,8 +149,14 @@ def test_a_cells_rdd_jobs_read_the_files_of_its_session(
     assert kernel.ok(f"print({RDD_READ})").stdout.strip() == "['lookup of b']"
     # Lent for the cell only: a cell outside managed sessions leaves the thread without.
     kernel.ok("_bound = spark\ndel spark")
-    holder = "__import__('jupyter_spark_sessions.backends.classic').backends.classic"
-    empty = kernel.value(f"{holder}._artifact_state_holder(_bound.sparkContext).get().isEmpty()")
+    # Spark's private thread-local that CellScope sets, read by reflection.
+    kernel.ok(
+        "_jvm = _bound.sparkContext._jvm\n"
+        "_owner = _jvm.java.lang.Class.forName('org.apache.spark.JobArtifactSet$')\n"
+        "_field = _owner.getDeclaredField('currentClientSessionState')\n"
+        "_field.setAccessible(True)"
+    )
+    empty = kernel.value("_field.get(_owner.getField('MODULE$').get(None)).get().isEmpty()")
     kernel.ok("spark = _bound")
     assert empty is True
 

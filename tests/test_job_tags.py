@@ -19,48 +19,35 @@ from jupyter_spark_sessions.job_tags import (
 
 
 class RecordingContext:
-    """Records addJobTag/removeJobTag per thread, like Spark's per-thread tags."""
+    """Records, per thread, what ``cell_scope.enter``/``exit`` would set in the JVM (the
+    real scope is tested on a real JVM in tests/test_private_apis.py)."""
 
     _jsc = object()  # "running"
 
     def __init__(self) -> None:
         self.tags: dict[int, set[str]] = {}
+        self.entered: dict[int, list[tuple[str, ...]]] = {}
 
     def _mine(self) -> set[str]:
         return self.tags.setdefault(threading.get_ident(), set())
 
-    def addJobTag(self, tag: str) -> None:  # Spark's name
-        assert "," not in tag and tag
-        self._mine().add(tag)
+    def enter(self, tags: tuple[str, ...]) -> None:
+        assert all("," not in tag and tag for tag in tags)
+        self.entered.setdefault(threading.get_ident(), []).append(tags)
+        self._mine().update(tags)
 
-    def removeJobTag(self, tag: str) -> None:  # Spark's name
-        self._mine().discard(tag)
-
-    # Thread-local properties, as SparkContext keeps them.
-    properties: dict[int, dict[str, str]]
-
-    def _props(self) -> dict[str, str]:
-        if not hasattr(self, "properties"):
-            self.properties = {}
-        return self.properties.setdefault(threading.get_ident(), {})
-
-    def getLocalProperty(self, key: str) -> str | None:
-        return self._props().get(key)
-
-    def setLocalProperty(self, key: str, value: str | None) -> None:
-        if value is None:
-            self._props().pop(key, None)
-        else:
-            self._props()[key] = value
-
-    def setInterruptOnCancel(self, flag: bool) -> None:
-        self.setLocalProperty("spark.job.interruptOnCancel", str(flag).lower())
+    def exit(self) -> None:
+        stack = self.entered.get(threading.get_ident())
+        if stack:
+            self._mine().difference_update(stack.pop())
 
 
 @pytest.fixture(autouse=True)
-def no_jvm_active_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Setting Spark's active session needs a JVM (tests/test_private_apis.py has it).
-    monkeypatch.setattr(classic, "set_active_session", lambda session: (None, None))
+def recorded_cell_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        classic.cell_scope, "enter", lambda sc, tags, jsession, state: sc.enter(tags)
+    )
+    monkeypatch.setattr(classic.cell_scope, "exit", lambda sc: sc.exit())
     # The recording context has no py4j gateway: count it as reachable.
     monkeypatch.setattr(classic, "_reachable", lambda sc: True)
 
@@ -68,7 +55,7 @@ def no_jvm_active_session(monkeypatch: pytest.MonkeyPatch) -> None:
 def on(sc: RecordingContext) -> ClassicBackend:
     """The classic backend of a session on the recording context (no JVM)."""
     backend = ClassicBackend.__new__(ClassicBackend)  # its __init__ reads the JVM
-    backend.session = SimpleNamespace(sparkContext=sc)
+    backend.session = SimpleNamespace(sparkContext=sc, _jsparkSession=None)
     backend._artifact_state = None
     return backend
 
@@ -137,18 +124,3 @@ def test_tagged_block_removes_tags_when_it_raises() -> None:
     with pytest.raises(ValueError), tagger.tagged(on(sc), "a", 1):  # type: ignore[arg-type]
         raise ValueError("boom")
     assert sc._mine() == set()
-
-
-def test_tagged_cells_interrupt_running_tasks_on_cancel_and_restore_the_setting() -> None:
-    # RDD jobs leave running tasks alone on cancel unless interruptOnCancel is set.
-    sc = RecordingContext()
-    tagger = ThreadJobTagger()
-    sc.setLocalProperty("spark.job.interruptOnCancel", "false")  # the user's choice
-    tagger.push(on(sc), "a", 1)  # type: ignore[arg-type]
-    assert sc.getLocalProperty("spark.job.interruptOnCancel") == "true"
-    tagger.pop()
-    assert sc.getLocalProperty("spark.job.interruptOnCancel") == "false"
-    fresh = RecordingContext()
-    with tagger.tagged(on(fresh), "a", 2):  # type: ignore[arg-type]
-        assert fresh.getLocalProperty("spark.job.interruptOnCancel") == "true"
-    assert fresh.getLocalProperty("spark.job.interruptOnCancel") is None

@@ -1,18 +1,24 @@
-"""Every wrapper of a private PySpark/JVM API in ``backends/classic.py``, called against
+"""Every wrapper of a private PySpark/JVM API in ``backends/classic.py`` and
+``backends/cell_scope.py``, called against
 the installed PySpark. When an upgrade moves or changes one of them, this module fails
 and names the wrapper to fix."""
 
 from __future__ import annotations
 
+import hashlib
 import time
+import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
-from jupyter_spark_sessions.backends import classic
+from jupyter_spark_sessions.backends import cell_scope, classic
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.spark
 
@@ -163,31 +169,6 @@ def test_job_status_reader_reads_jobs_stages_and_counts(root: Any) -> None:
     assert reader.stage(10**6) is None
 
 
-# Last in the module: it gives two sessions a file of the same name, after which jobs
-# without session state on this context would fail (Spark's behaviour).
-def test_thread_artifact_state_runs_rdd_jobs_in_a_sessions_files(root: Any, tmp_path: Path) -> None:
-    sc = root.sparkContext
-    sessions = {}
-    for name in ("a", "b"):
-        session = classic.new_isolated_session(root, {})
-        staged = tmp_path / name / "thread_state.txt"
-        staged.parent.mkdir()
-        staged.write_text(f"file of {name}")
-        classic.add_session_artifact(session, "files/thread_state.txt", str(staged))
-        sessions[name] = session
-    for name, session in sessions.items():
-        state = classic.artifact_state(session)
-        assert state is not None
-        previous = classic.set_thread_artifact_state(sc, state)
-        try:
-            read = sc.parallelize(["thread_state.txt"], 1).map(lambda p: Path(p).read_text())
-            assert read.collect() == [f"file of {name}"]
-        finally:
-            classic.restore_thread_artifact_state(sc, previous)
-        assert classic._artifact_state_holder(sc).get().isEmpty(), "restored"
-    assert classic.artifact_state(root) is None, "the root session is not isolated"
-
-
 def test_cancel_job_cancels_one_job_by_id(root: Any) -> None:
     import threading
 
@@ -213,16 +194,20 @@ def test_cancel_job_cancels_one_job_by_id(root: Any) -> None:
     assert errors and "cancelled" in errors[0].lower()
 
 
-def test_active_session_is_set_in_the_jvm_and_in_pyspark_and_restored(root: Any) -> None:
+def test_a_tagged_thread_has_the_session_active_in_the_jvm_and_in_pyspark(root: Any) -> None:
     from pyspark.sql import SparkSession
 
     session = classic.new_isolated_session(root, {})
+    backend = classic.ClassicBackend(session, "probe", isolated=True)
     before = SparkSession.getActiveSession()
-    applied = classic.set_active_session(session)
-    active = SparkSession.getActiveSession()
-    assert active is session
-    assert SparkSession.active() is session
-    classic.restore_active_session(root.sparkContext, *applied)
+    applied = backend.tag_thread(("jss:probe", "jss:probe:1"))
+    try:
+        assert SparkSession.getActiveSession() is session
+        assert SparkSession.active() is session
+        jclass = SparkSession._get_j_spark_session_class(root.sparkContext._jvm)
+        assert jclass.getActiveSession().get().equals(session._jsparkSession)
+    finally:
+        backend.untag_thread(applied)
     assert SparkSession.getActiveSession() is before
 
 
@@ -276,6 +261,101 @@ def test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group(
             continue
     assert daemons, "the context does not run jupyter_spark_sessions.spark_daemon"
     assert all(os.getpgid(p.pid) != kernel_group for p in daemons)
+
+
+def thread_artifact_state_is_empty(sc: Any) -> bool:
+    """Whether this thread's jobs run in no session's artifact state (Spark's private
+    thread-local, read by reflection: what ``CellScope`` sets)."""
+    owner = sc._jvm.java.lang.Class.forName("org.apache.spark.JobArtifactSet$")
+    field = owner.getDeclaredField("currentClientSessionState")
+    field.setAccessible(True)
+    return bool(field.get(owner.getField("MODULE$").get(None)).get().isEmpty())
+
+
+def test_the_cell_scope_jar_is_built_from_the_java_sources() -> None:
+    # `make jar` rebuilds it; a source edited without that would ship the old class.
+    sources = sorted((ROOT / "java").rglob("*.java"), key=str)
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()
+    with zipfile.ZipFile(cell_scope.JAR) as jar:
+        manifest = jar.read("META-INF/MANIFEST.MF").decode().replace("\r\n ", "").replace("\n ", "")
+        names = jar.namelist()
+    assert f"Source-SHA256: {digest}" in manifest.splitlines(), "run `make jar`"
+    assert "jss/CellScope.class" in names
+
+
+@contextmanager
+def py4j_commands(sc: Any) -> Iterator[list[str]]:
+    """The py4j commands this process sends to the JVM inside the block (each one is a
+    round trip)."""
+    client = sc._gateway._gateway_client  # private
+    sent: list[str] = []
+    original = client.send_command
+
+    def recording(command: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command)
+        return original(command, *args, **kwargs)
+
+    client.send_command = recording
+    try:
+        yield sent
+    finally:
+        client.send_command = original
+
+
+def test_cell_scope_sets_a_cells_state_in_one_round_trip_and_restores_it(root: Any) -> None:
+    from pyspark.sql import SparkSession
+
+    sc = root.sparkContext
+    session = classic.new_isolated_session(root, {})
+    jclass = SparkSession._get_j_spark_session_class(sc._jvm)
+    cell_scope.scope_of(sc)  # made once per context: a few round trips, not per cell
+    sc.setLocalProperty("spark.job.interruptOnCancel", "false")  # the user's choice
+    sc.addJobTag("users-own")
+    active_before = jclass.getActiveSession()
+    with py4j_commands(sc) as sent:
+        cell_scope.enter(sc, ("jss:x", "jss:x:1"), session._jsparkSession, None)
+        entered = len(sent)
+        cell_scope.enter(sc, ("jss:y", "jss:y:2"), root._jsparkSession, None)  # nested
+        cell_scope.exit(sc)
+    assert entered == 1, sent
+    assert len(sent) == 3, sent
+    assert set(sc.getJobTags()) == {"users-own", "jss:x", "jss:x:1"}
+    assert sc.getLocalProperty("spark.job.interruptOnCancel") == "true"
+    active = jclass.getActiveSession()
+    assert active.isDefined() and active.get().equals(session._jsparkSession)
+    cell_scope.exit(sc)
+    assert set(sc.getJobTags()) == {"users-own"}
+    assert sc.getLocalProperty("spark.job.interruptOnCancel") == "false"
+    assert jclass.getActiveSession().equals(active_before)
+    cell_scope.exit(sc)  # an extra exit changes nothing
+    assert set(sc.getJobTags()) == {"users-own"}
+    sc.removeJobTag("users-own")
+    sc.setLocalProperty("spark.job.interruptOnCancel", None)
+
+
+# Late in the module: it gives two sessions a file of the same name, after which jobs
+# without session state on this context would fail (Spark's behaviour).
+def test_cell_scope_runs_rdd_jobs_in_a_sessions_files(root: Any, tmp_path: Path) -> None:
+    sc = root.sparkContext
+    sessions = {}
+    for name in ("a", "b"):
+        session = classic.new_isolated_session(root, {})
+        staged = tmp_path / name / "thread_state.txt"
+        staged.parent.mkdir()
+        staged.write_text(f"file of {name}")
+        classic.add_session_artifact(session, "files/thread_state.txt", str(staged))
+        sessions[name] = session
+    for name, session in sessions.items():
+        state = classic.artifact_state(session)
+        assert state is not None
+        cell_scope.enter(sc, (), session._jsparkSession, state)
+        try:
+            read = sc.parallelize(["thread_state.txt"], 1).map(lambda p: Path(p).read_text())
+            assert read.collect() == [f"file of {name}"]
+        finally:
+            cell_scope.exit(sc)
+        assert thread_artifact_state_is_empty(sc), "restored"
+    assert classic.artifact_state(root) is None, "the root session is not isolated"
 
 
 def test_a_killed_jvm_is_lost_and_a_new_one_starts_once_it_is_forgotten(root: Any) -> None:

@@ -1,5 +1,6 @@
-"""Classic PySpark (one SparkContext in the kernel's JVM): the only module that touches
-private PySpark and JVM APIs.
+"""Classic PySpark (one SparkContext in the kernel's JVM): with ``cell_scope`` (what a
+bound cell changes in the JVM, in one call), the only module that touches private
+PySpark and JVM APIs.
 
 Each private call has one wrapper here, and ``tests/test_private_apis.py`` calls every
 wrapper against the installed PySpark so an upgrade that breaks one fails loudly.
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
 from ..job_tags import session_tag
-from . import api_flavour
+from . import api_flavour, cell_scope
 from .base import BackendKind, JobRef, OperationSink
 
 if TYPE_CHECKING:
@@ -441,44 +442,6 @@ def artifact_state(session: SparkSession) -> Any:
     return session._jsparkSession.sessionState().artifactManager().state()  # private
 
 
-#: Per JVM gateway: Spark's thread-local holding the artifact state of the jobs the
-#: thread starts (found once by reflection: it is a private field).
-_STATE_HOLDERS: dict[int, Any] = {}
-
-
-def _artifact_state_holder(sc: SparkContext) -> Any:
-    holder = _STATE_HOLDERS.get(id(sc._gateway))
-    if holder is None:
-        jvm = sc._jvm
-        assert jvm is not None
-        owner = jvm.java.lang.Class.forName("org.apache.spark.JobArtifactSet$")
-        field = owner.getDeclaredField("currentClientSessionState")  # private[this]
-        field.setAccessible(True)
-        holder = field.get(owner.getField("MODULE$").get(None))
-        _STATE_HOLDERS[id(sc._gateway)] = holder
-    return holder
-
-
-def set_thread_artifact_state(sc: SparkContext, state: Any) -> Any:
-    """Run the jobs this thread starts outside a query (RDD jobs) in the session artifact
-    ``state``, as Spark runs the session's own queries: its files, its working directory.
-    Without it they get every session's files in one folder, and two sessions' files of
-    the same name make them fail. Returns what to pass to ``restore_thread_artifact_state``
-    (None when PySpark does not pin Python threads to JVM threads: nothing was set)."""
-    if os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "true":
-        return None
-    holder = _artifact_state_holder(sc)
-    previous = holder.get()
-    holder.set(sc._jvm.scala.Option.apply(state))  # type: ignore[union-attr]
-    return previous
-
-
-def restore_thread_artifact_state(sc: SparkContext, previous: Any) -> None:
-    """Undo ``set_thread_artifact_state`` on this thread."""
-    if previous is not None:
-        _artifact_state_holder(sc).set(previous)
-
-
 def session_uuid(session: SparkSession) -> str:
     """Spark's UUID of the session (names its artifact folders)."""
     return str(session._jsparkSession.sessionUUID())  # private
@@ -503,35 +466,6 @@ def active_job_ids(sc: SparkContext, tags: Iterable[str]) -> set[int]:
 def cancel_job(sc: SparkContext, job_id: int) -> None:
     """Ask Spark to cancel one job (PySpark wraps no ``cancelJob``)."""
     sc._jsc.sc().cancelJob(job_id)  # private: the JVM SparkContext
-
-
-def set_active_session(session: SparkSession) -> tuple[Any, Any]:
-    """Make ``session`` the active one of the current thread: in the JVM (per thread;
-    what Spark's own code reads) and in PySpark (``SparkSession._activeSession``, which
-    ``getActiveSession()`` returns; one per process). Returns what was active before,
-    for ``restore_active_session``."""
-    from pyspark.sql import SparkSession
-
-    jclass = SparkSession._get_j_spark_session_class(session.sparkContext._jvm)  # private
-    before = jclass.getActiveSession()  # a scala Option
-    python_before = SparkSession._activeSession  # private
-    jclass.setActiveSession(session._jsparkSession)
-    SparkSession._activeSession = session
-    return before, python_before
-
-
-def restore_active_session(sc: SparkContext, before: Any, python_before: Any) -> None:
-    """Undo ``set_active_session`` on the current thread."""
-    from pyspark.sql import SparkSession
-
-    if before is None:
-        return
-    jclass = SparkSession._get_j_spark_session_class(sc._jvm)  # private
-    if before.isDefined():
-        jclass.setActiveSession(before.get())
-    else:
-        jclass.clearActiveSession()
-    SparkSession._activeSession = python_before
 
 
 def clear_active_session(session: SparkSession) -> None:
@@ -695,10 +629,6 @@ def add_session_artifact(
 
 # -- the backend -------------------------------------------------------------------------
 
-# Local property behind SparkContext.setInterruptOnCancel: without it, cancelling an RDD
-# job leaves its running tasks to finish (SQL jobs interrupt theirs by default).
-_INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel"
-
 # How many ended jobs one poll fetches at most; older ones are skipped (a burst of
 # thousands of tiny jobs between two polls must not stall the board).
 _MAX_ENDED_PER_POLL = 200
@@ -712,9 +642,6 @@ class _ThreadTags:
     """What ``ClassicBackend.tag_thread`` changed on one thread, to undo it."""
 
     tags: tuple[str, ...]
-    interrupt_before: str | None = None
-    state_before: Any = None  # the thread's artifact state before (None: unchanged)
-    active_before: Any = None  # Spark's active session of the thread before (JVM)
     python_active_before: Any = None  # PySpark's process-wide active session before
     flavour_before: str | None = None  # SPARK_CONNECT_MODE_ENABLED before
     tags_set: bool = False  # False when the driver was unreachable: nothing to undo
@@ -792,33 +719,39 @@ class ClassicBackend:
             sc.cancelJobsWithTag(tag)
 
     def tag_thread(self, tags: tuple[str, ...]) -> _ThreadTags:
+        from pyspark.sql import SparkSession
+
         applied = _ThreadTags(tags)
         sc = self.sc
         if not _reachable(sc):  # stopped or lost: its jobs cannot run, nothing to tag
             return applied
-        for tag in tags:
-            sc.addJobTag(tag)
-        applied.interrupt_before = sc.getLocalProperty(_INTERRUPT_ON_CANCEL)
-        sc.setInterruptOnCancel(True)
-        if self._artifact_state is not None:
-            applied.state_before = set_thread_artifact_state(sc, self._artifact_state)
-        applied.active_before, applied.python_active_before = set_active_session(self.session)
-        applied.flavour_before = api_flavour.use(connect=False)
+        # In the JVM, one round trip: tags, interrupt on cancel (without it, cancelling
+        # an RDD job leaves its tasks running), the session's artifact state for RDD
+        # jobs, Spark's active session of the thread.
+        cell_scope.enter(sc, tags, self.session._jsparkSession, self._thread_state())
         applied.tags_set = True
+        # In PySpark (one per process), what getActiveSession() returns.
+        applied.python_active_before = SparkSession._activeSession  # private
+        SparkSession._activeSession = self.session
+        applied.flavour_before = api_flavour.use(connect=False)
         return applied
 
     def untag_thread(self, applied: _ThreadTags) -> None:
+        from pyspark.sql import SparkSession
+
         sc = self.sc
         if not _reachable(sc) or not applied.tags_set:  # stopped or lost meanwhile
             return
-        for tag in applied.tags:
-            sc.removeJobTag(tag)
-        sc.setLocalProperty(_INTERRUPT_ON_CANCEL, applied.interrupt_before)  # type: ignore[arg-type]
-        if applied.state_before is not None:
-            restore_thread_artifact_state(sc, applied.state_before)
-            applied.state_before = None
-        restore_active_session(sc, applied.active_before, applied.python_active_before)
+        cell_scope.exit(sc)
+        SparkSession._activeSession = applied.python_active_before  # private
         api_flavour.restore(applied.flavour_before)
+
+    def _thread_state(self) -> Any:
+        # Thread-local JVM state reaches a Python thread's jobs only when PySpark pins
+        # each Python thread to a JVM thread (its default).
+        if os.environ.get("PYSPARK_PIN_THREAD", "true").lower() != "true":
+            return None
+        return self._artifact_state
 
     def add_artifact(self, remote_path: str, staged: Path, fragment: str | None) -> None:
         add_session_artifact(self.session, remote_path, str(staged), fragment)
