@@ -161,14 +161,16 @@ clean:
 	rm -rf $(VENV) $(LOWEST_VENV) $(NEWEST_VENV) $(WHEEL_DIR) node_modules lib jupyter_spark_sessions/labextension tsconfig.tsbuildinfo
 
 # The JVM helper (java/, see jupyter_spark_sessions/backends/cell_scope.py), built with a
-# JDK and committed, so installing needs only a Java runtime. The manifest records the
+# JDK against the PySpark of .venv and committed, so installing needs only a Java runtime. The manifest records the
 # sources' hash: tests/test_private_apis.py fails when the jar is older than java/.
 JAVA_SOURCES := $(sort $(wildcard java/jss/*.java))
-CELL_SCOPE_JAR := jupyter_spark_sessions/jars/jss-cell-scope.jar
+DRIVER_JAR := jupyter_spark_sessions/jars/jss-driver.jar
 
-jar: $(JAVA_SOURCES)
+jar: setup $(JAVA_SOURCES)
 	command -v javac >/dev/null || { echo "javac (a JDK 17+) is needed to build the jar"; exit 1; }
 	rm -rf build/java && mkdir -p build/java/classes
-	javac --release 17 -Xlint:all -Werror -d build/java/classes $(JAVA_SOURCES)
+	javac --release 17 -Xlint:all,-classfile,-processing,-path -Werror -d build/java/classes \
+		-cp "$$($(BIN)/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/jars/*" \
+		$(JAVA_SOURCES)
 	printf 'Source-SHA256: %s\n' "$$(cat $(JAVA_SOURCES) | sha256sum | cut -d' ' -f1)" > build/java/manifest.txt
-	jar --create --date=2026-01-01T00:00:00Z --file $(CELL_SCOPE_JAR) --manifest build/java/manifest.txt -C build/java/classes .
+	jar --create --date=2026-01-01T00:00:00Z --file $(DRIVER_JAR) --manifest build/java/manifest.txt -C build/java/classes .

@@ -2,11 +2,9 @@
 
 Each round it makes the cancels the board queued (``SessionBackend.cancel``), reads the
 jobs of every session's ``JobFeed`` (one per SparkContext, shared by its classic
-sessions) and publishes a snapshot. A round costs a few py4j round trips: the job count,
-the running jobs as one JSON reply, one reply per job that ended since the last round
-or still has tasks winding down, one per running stage. Never one per task: the cost
-does not grow with a job's task count. Backends without a feed (Spark Connect) report
-their operations to the board themselves.
+sessions) and publishes a snapshot. A classic context's read is one py4j round trip
+(``classic.JobStatusReader``), whatever the number of jobs, stages and tasks. Backends
+without a feed (Spark Connect) report their operations to the board themselves.
 """
 
 from __future__ import annotations

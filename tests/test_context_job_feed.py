@@ -9,21 +9,29 @@ from jupyter_spark_sessions.backends.classic import ContextJobFeed
 
 
 class LaggingStore:
-    """``JobStatusReader``'s reads, over jobs the test writes when it wants."""
+    """``JobStatusReader``'s read, over jobs the test writes when it wants."""
 
     def __init__(self) -> None:
         self.total = 0
         self.written: dict[int, dict[str, Any]] = {}
 
-    def total_jobs(self) -> int:
-        return self.total
+    def read(self, asked: Any, from_job_id: int, limit: int) -> dict[str, Any]:
+        # What jss.BoardReader answers (tests/test_private_apis.py reads the real one).
+        running = self.running_jobs()
+        first = from_job_id if from_job_id >= 0 else max(0, self.total + from_job_id)
+        running_ids = {d["jobId"] for d in running}
+        wanted = sorted((set(asked) | set(range(first, self.total))) - running_ids)[-limit:]
+        return {
+            "stopped": False,
+            "total": self.total,
+            "running": running,
+            "jobs": [dict(self.written[i]) for i in wanted if i in self.written],
+            "missing": [i for i in wanted if i not in self.written],
+            "stages": [],
+        }
 
     def running_jobs(self) -> list[dict[str, Any]]:
         return [dict(d) for d in self.written.values() if d["status"] == "RUNNING"]
-
-    def job(self, job_id: int) -> dict[str, Any] | None:
-        data = self.written.get(job_id)
-        return dict(data) if data else None
 
     def write(self, job_id: int, status: str) -> None:
         self.written[job_id] = {"jobId": job_id, "status": status, "jobTags": []}

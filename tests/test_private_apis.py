@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
-from jupyter_spark_sessions.backends import cell_scope, classic
+from jupyter_spark_sessions.backends import cell_scope, classic, driver_jar
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -123,14 +123,14 @@ def test_owned_context_defaults_are_applied(root: Any) -> None:
         assert conf.get(key) == value, key
 
 
-def test_job_status_reader_reads_jobs_stages_and_counts(root: Any) -> None:
+def test_job_status_reader_reads_jobs_stages_and_counts_in_one_round_trip(root: Any) -> None:
     import threading
 
     from pyspark import InheritableThread
 
     sc = root.sparkContext
     reader = classic.JobStatusReader(sc)
-    before = reader.total_jobs()
+    before = reader.read((), 0, 0)["total"]
     started = threading.Event()
 
     def run() -> None:
@@ -145,28 +145,32 @@ def test_job_status_reader_reads_jobs_stages_and_counts(root: Any) -> None:
     thread.start()
     started.wait(10)
     deadline = time.monotonic() + 20
-    running: list[dict[str, Any]] = []
+    reply: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        running = [j for j in reader.running_jobs() if "reader-probe" in j.get("jobTags", [])]
-        if running:
+        with py4j_commands(sc) as sent:
+            reply = reader.read((), -5, 10)
+        mine = [j for j in reply["running"] if "reader-probe" in j.get("jobTags", [])]
+        if mine and reply["stages"]:
             break
         time.sleep(0.05)
-    assert len(running) == 1 and running[0]["status"] == "RUNNING"
-    assert running[0]["numTasks"] == 2
-    job_id = running[0]["jobId"]
-    assert reader.total_jobs() == job_id + 1 > before
-    stage_id = running[0]["stageIds"][0]
-    deadline = time.monotonic() + 20
-    while stage_id not in reader.active_stage_ids() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    stage = reader.stage(stage_id)
-    assert stage is not None and stage["stageId"] == stage_id and stage["numTasks"] == 2
+    assert len(sent) == 1, sent
+    assert reply["stopped"] is False
+    (running,) = mine
+    assert running["status"] == "RUNNING" and running["numTasks"] == 2
+    job_id = running["jobId"]
+    assert reply["total"] == job_id + 1 > before
+    assert job_id not in [j["jobId"] for j in reply["jobs"]], "running: not read twice"
+    (stage,) = [s for s in reply["stages"] if s["stageId"] in running["stageIds"]]
+    assert stage["numTasks"] == 2
     thread.join(60)
-    ended = reader.job(job_id)
-    assert ended is not None and ended["status"] == "SUCCEEDED"
-    assert ended["numCompletedTasks"] == 2
-    assert reader.job(10**6) is None
-    assert reader.stage(10**6) is None
+    ended = reader.read((job_id, 10**6), job_id + 1, 10)
+    assert [(j["jobId"], j["status"], j["numCompletedTasks"]) for j in ended["jobs"]] == [
+        (job_id, "SUCCEEDED", 2)
+    ]
+    assert ended["missing"] == [10**6]
+    assert ended["running"] == [] and ended["stages"] == []
+    limited = reader.read(range(job_id + 1), 0, 2)
+    assert [j["jobId"] for j in limited["jobs"]] == [job_id - 1, job_id], "the newest"
 
 
 def test_cancel_job_cancels_one_job_by_id(root: Any) -> None:
@@ -272,15 +276,15 @@ def thread_artifact_state_is_empty(sc: Any) -> bool:
     return bool(field.get(owner.getField("MODULE$").get(None)).get().isEmpty())
 
 
-def test_the_cell_scope_jar_is_built_from_the_java_sources() -> None:
+def test_the_driver_jar_is_built_from_the_java_sources() -> None:
     # `make jar` rebuilds it; a source edited without that would ship the old class.
     sources = sorted((ROOT / "java").rglob("*.java"), key=str)
     digest = hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()
-    with zipfile.ZipFile(cell_scope.JAR) as jar:
+    with zipfile.ZipFile(driver_jar.JAR) as jar:
         manifest = jar.read("META-INF/MANIFEST.MF").decode().replace("\r\n ", "").replace("\n ", "")
         names = jar.namelist()
     assert f"Source-SHA256: {digest}" in manifest.splitlines(), "run `make jar`"
-    assert "jss/CellScope.class" in names
+    assert {"jss/CellScope.class", "jss/BoardReader.class"} <= set(names)
 
 
 @contextmanager

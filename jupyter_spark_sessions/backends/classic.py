@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
 from ..job_tags import session_tag
-from . import api_flavour, cell_scope
+from . import api_flavour, cell_scope, driver_jar
 from .base import BackendKind, JobRef, OperationSink
 
 if TYPE_CHECKING:
@@ -73,11 +74,32 @@ def driver_state(sc: SparkContext) -> DriverState:
     proc = getattr(gateway, "proc", None)  # private; None for a JVM started outside Python
     if gateway is None or (proc is not None and proc.poll() is not None):
         return "lost"  # known without a round trip (which would end in ConnectionRefused)
+    checked = getattr(sc, "_jss_running_at", None)
+    if checked is not None and time.monotonic() - checked < _RUNNING_FOR:
+        return "running"
     try:
-        stopped = bool(sc._jsc.sc().isStopped())
+        stopped = bool(_scala_context(sc).isStopped())
     except (Py4JError, OSError):  # the JVM died a moment ago
         return "lost"
-    return "stopped" if stopped else "running"
+    if stopped:
+        return "stopped"
+    sc._jss_running_at = time.monotonic()  # type: ignore[attr-defined]
+    return "running"
+
+
+#: How long a context seen running is taken to still run, unless Python stopped it or
+#: its JVM exited (both seen without a round trip): the board asks for every session of
+#: a poll, every view for each of its sessions. Only a stop inside the JVM (a fatal
+#: error) shows this much later.
+_RUNNING_FOR = 1.0
+
+
+def _scala_context(sc: SparkContext) -> Any:
+    # ``sc._jsc.sc()`` kept: asked anew, it costs a round trip and another to free it.
+    scala = getattr(sc, "_jss_scala_context", None)
+    if scala is None or scala._gateway_client is not sc._jsc._gateway_client:  # private
+        scala = sc._jss_scala_context = sc._jsc.sc()  # type: ignore[attr-defined]
+    return scala
 
 
 def _gateway_of(sc: SparkContext) -> Any:
@@ -544,63 +566,26 @@ LOCAL_CONTEXT_DEFAULTS = {
 
 
 class JobStatusReader:
-    """Reads Spark's job status store in a few py4j round trips per poll.
-
-    The store (``sc.statusStore()``, private) has the job tags and task counts that the
-    public status tracker lacks. Whole lists are serialized to JSON on the JVM side with
-    the Jackson that Spark ships: one py4j reply instead of one round trip per field.
-    Create it in, and call it from, one thread (py4j gives each Python thread its own
-    connection; the first call on a thread pays for opening it).
-    """
+    """Reads Spark's job status store (``sc.statusStore()``, private: it has the job tags
+    and task counts the public status tracker lacks) in one py4j round trip per poll:
+    ``jss.BoardReader`` (java/jss/BoardReader.java) reads what the feed asks for and
+    answers with one JSON text. Read field by field from Python, a poll with 50 running
+    jobs took over 200 round trips. Call it from one thread (py4j gives each Python
+    thread its own connection; the first call on a thread pays for opening it)."""
 
     def __init__(self, sc: SparkContext) -> None:
-        jvm = sc._jvm  # private
-        assert jvm is not None
-        jsc = sc._jsc.sc()  # private
-        self._store = jsc.statusStore()  # private[spark]
-        self._scheduler = jsc.dagScheduler()  # private[spark]
-        self._tracker = jsc.statusTracker()
-        mapper = jvm.com.fasterxml.jackson.databind.ObjectMapper()
-        scala_module = getattr(jvm.com.fasterxml.jackson.module.scala, "DefaultScalaModule$")
-        mapper.registerModule(getattr(scala_module, "MODULE$"))
-        # Leave out empty and null fields: replies over 8 KiB cost py4j ~44 ms.
-        mapper.setSerializationInclusion(
-            jvm.com.fasterxml.jackson.annotation.JsonInclude.Include.NON_EMPTY
-        )
-        self._mapper = mapper
-        self._running = jvm.java.util.ArrayList()
-        self._running.add(jvm.org.apache.spark.JobExecutionStatus.RUNNING)
+        self._reader = driver_jar.instance(sc, "jss.BoardReader")
 
-    def total_jobs(self) -> int:
-        """How many jobs the context has submitted so far (job ids are 0..n-1)."""
-        return int(self._scheduler.numTotalJobs())
-
-    def running_jobs(self) -> list[dict[str, Any]]:
-        """Spark's ``JobData`` of every running job, as dicts."""
-        text = self._mapper.writeValueAsString(self._store.jobsList(self._running))
-        jobs: list[dict[str, Any]] = json.loads(text)
-        return jobs
-
-    def job(self, job_id: int) -> dict[str, Any] | None:
-        """Spark's ``JobData`` of one job; None when the store no longer has it."""
-        from py4j.protocol import Py4JJavaError
-
-        try:
-            data = self._store.job(job_id)
-        except Py4JJavaError:  # NoSuchElementException: evicted (spark.ui.retainedJobs)
-            return None
-        job: dict[str, Any] = json.loads(self._mapper.writeValueAsString(data))
-        return job
-
-    def active_stage_ids(self) -> list[int]:
-        """Ids of the stages running now."""
-        return [int(i) for i in self._tracker.getActiveStageIds()]
-
-    def stage(self, stage_id: int) -> dict[str, Any] | None:
-        """Task counts of one stage (``SparkStageInfo``); None when unknown."""
-        text = self._mapper.writeValueAsString(self._tracker.getStageInfo(stage_id))
-        stage: dict[str, Any] | None = json.loads(text)
-        return stage
+    def read(self, asked: Iterable[int], from_job_id: int, limit: int) -> dict[str, Any]:
+        """``stopped``; ``total`` (jobs submitted so far: ids 0..total-1); ``running``
+        (Spark's ``JobData`` of every running job); ``jobs`` (the ``JobData`` of the
+        ``asked`` ids and of those from ``from_job_id`` up (negative: the last
+        ``-from_job_id``) that are not running, at most ``limit``, the newest);
+        ``missing`` (ids among those the store does not have); ``stages`` (task counts,
+        ``SparkStageInfo``, of the running jobs' active stages)."""
+        text = self._reader.read(",".join(map(str, sorted(asked))), from_job_id, limit)
+        reply: dict[str, Any] = json.loads(text)
+        return reply
 
 
 def add_session_artifact(
@@ -698,8 +683,9 @@ class ClassicBackend:
         return len(active_job_ids(self.sc, self.session_tags))
 
     def job_feed(self) -> ContextJobFeed | None:
+        # No round trip: the feed's own read says when the JVM stopped the context.
         sc = self.sc
-        return None if context_is_stopped(sc) else ContextJobFeed.of(sc)
+        return ContextJobFeed.of(sc) if _reachable(sc) else None
 
     def watch(self, sink: OperationSink) -> None:
         """Nothing to do: the board polls the context's status store."""
@@ -816,43 +802,48 @@ class ContextJobFeed:
     def __init__(self, sc: SparkContext, reader: JobStatusReader) -> None:
         self._sc = sc
         self._reader = reader
-        # Jobs from before the first session are not ours; recent ones may be.
-        self._last_total = max(0, reader.total_jobs() - 50)
+        #: Jobs from before the first session are not ours; the last 50 may be.
+        self._last_total = -50
         self._last_running: set[int] = set()
         #: Job ids Spark counted whose data its status store has not written yet
         #: (listener events arrive after submission), with how many polls missed them.
         self._unwritten: dict[int, int] = {}
+        self._stages: list[dict[str, Any]] = []
 
     def poll(self, also: Iterable[int]) -> list[dict[str, Any]]:
-        reader = self._reader
-        total = reader.total_jobs()
-        running = reader.running_jobs()
-        running_ids = {int(d["jobId"]) for d in running}
-        new = set(range(self._last_total, total))
-        ended = (self._last_running | new | set(self._unwritten)) - running_ids
-        wanted = sorted(ended | set(also))[-_MAX_ENDED_PER_POLL:]
-        fetched = {job_id: reader.job(job_id) for job_id in wanted}
-        for job_id, data in fetched.items():
-            if data is not None:
-                self._unwritten.pop(job_id, None)
-            elif job_id in new or job_id in self._unwritten:  # not written yet: ask again
+        asked = self._last_running | set(self._unwritten) | set(also)
+        reply = self._reader.read(asked, self._last_total, _MAX_ENDED_PER_POLL)
+        if reply["stopped"]:
+            self._stages = []
+            return []
+        total = int(reply["total"])
+        running: list[dict[str, Any]] = reply["running"]
+        fetched: list[dict[str, Any]] = reply["jobs"]
+        first_new = self._last_total if self._last_total >= 0 else max(0, total + self._last_total)
+        new = range(first_new, total)
+        for data in fetched:
+            self._unwritten.pop(int(data["jobId"]), None)
+        for job_id in map(int, reply["missing"]):
+            if job_id in new or job_id in self._unwritten:  # not written yet: ask again
                 misses = self._unwritten.get(job_id, 0) + 1
                 if misses < _MAX_MISSES:
                     self._unwritten[job_id] = misses
                 else:  # evicted (spark.ui.retainedJobs), or never to come
                     self._unwritten.pop(job_id, None)
-        jobs = running + [d for d in fetched.values() if d is not None]
         # A job read one by one may still run (it started between the two reads):
         # read it again next time, as every running job.
         self._last_total = total
-        self._last_running = running_ids | {
-            int(d["jobId"]) for d in fetched.values() if d and d.get("status") == "RUNNING"
+        self._last_running = {
+            int(d["jobId"]) for d in running + fetched if d.get("status") == "RUNNING"
         }
+        self._stages = reply["stages"]
+        jobs = running + fetched
         for data in jobs:  # the session Spark ran it in (SQL jobs only)
             tags = (str(t) for t in data.get("jobTags", ()))
             data["sparkSession"] = next((t for t in tags if _SESSION_TAG.fullmatch(t)), "")
         return jobs
 
     def running_stages(self, stage_ids: Iterable[int]) -> list[dict[str, Any]]:
-        wanted = sorted(set(self._reader.active_stage_ids()) & set(stage_ids))
-        return [d for d in map(self._reader.stage, wanted) if d is not None]
+        # Read with the jobs, in the same round trip.
+        wanted = set(stage_ids)
+        return [d for d in self._stages if int(d["stageId"]) in wanted]

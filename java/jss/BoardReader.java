@@ -1,0 +1,118 @@
+package jss;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.module.scala.DefaultScalaModule$;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.spark.JobExecutionStatus;
+import org.apache.spark.SparkContext;
+import org.apache.spark.SparkStageInfo;
+import org.apache.spark.status.AppStatusStore;
+import org.apache.spark.status.api.v1.JobData;
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * One read of a SparkContext's jobs for the job board, as one JSON reply: one py4j
+ * round trip per poll, whatever the number of jobs and stages (read field by field from
+ * Python, a poll with 50 running jobs took over 200 round trips, each returned object
+ * one more to free it). See jupyter_spark_sessions/backends/classic.py
+ * (ContextJobFeed), which decides what to ask for.
+ *
+ * <p>Uses Spark's status store (private[spark]) and DAG scheduler's job counter; compiled
+ * against the PySpark it ships with, checked on the installed one by
+ * tests/test_private_apis.py.
+ */
+public final class BoardReader {
+    private final SparkContext sc;
+    private final AppStatusStore store;
+    private final ObjectMapper mapper = new ObjectMapper();
+    private final List<JobExecutionStatus> running = Collections.singletonList(JobExecutionStatus.RUNNING);
+
+    public BoardReader(SparkContext sc) {
+        this.sc = sc;
+        this.store = sc.statusStore();
+        mapper.registerModule(DefaultScalaModule$.MODULE$);
+        // Empty and null fields left out: the reply stays small.
+        mapper.setDefaultPropertyInclusion(JsonInclude.Include.NON_EMPTY);
+    }
+
+    /**
+     * The context's state as JSON: {@code stopped}; {@code total} (jobs submitted so far:
+     * ids 0..total-1); {@code running} (Spark's JobData of every running job);
+     * {@code jobs} (JobData of the jobs in {@code askedCsv} and of the ids from
+     * {@code fromJobId} up (negative: the last -fromJobId), that are not running, at most {@code limit}, the newest);
+     * {@code missing} (ids among those the store does not have: not written yet, or
+     * evicted); {@code stages} (task counts of the running jobs' active stages).
+     */
+    public String read(String askedCsv, int fromJobId, int limit) throws JsonProcessingException {
+        ObjectNode reply = mapper.createObjectNode();
+        boolean stopped = sc.isStopped();
+        reply.put("stopped", stopped);
+        if (stopped) {
+            return mapper.writeValueAsString(reply);
+        }
+        int total = sc.dagScheduler().numTotalJobs();
+        reply.put("total", total);
+
+        List<JobData> runningJobs = CollectionConverters.asJava(store.jobsList(running));
+        Set<Integer> runningIds = new HashSet<>();
+        Set<Integer> runningStages = new HashSet<>();
+        for (JobData job : runningJobs) {
+            runningIds.add(job.jobId());
+            for (Object stage : CollectionConverters.asJava(job.stageIds())) {
+                runningStages.add((Integer) stage);
+            }
+        }
+        reply.set("running", mapper.valueToTree(runningJobs));
+
+        TreeSet<Integer> wanted = new TreeSet<>();
+        if (!askedCsv.isEmpty()) {
+            for (String id : askedCsv.split(",")) {
+                wanted.add(Integer.parseInt(id));
+            }
+        }
+        int first = fromJobId >= 0 ? fromJobId : Math.max(0, total + fromJobId);
+        for (int id = first; id < total; id++) {
+            wanted.add(id);
+        }
+        wanted.removeAll(runningIds);
+        while (wanted.size() > limit) {
+            wanted.pollFirst();
+        }
+        ArrayNode jobs = reply.putArray("jobs");
+        ArrayNode missing = reply.putArray("missing");
+        for (int id : wanted) {
+            try {
+                jobs.add(mapper.valueToTree(store.job(id)));
+            } catch (NoSuchElementException notThere) {
+                missing.add(id);
+            }
+        }
+
+        ArrayNode stages = reply.putArray("stages");
+        List<Integer> active = new ArrayList<>();
+        for (int id : sc.statusTracker().getActiveStageIds()) {
+            if (runningStages.contains(id)) {
+                active.add(id);
+            }
+        }
+        Collections.sort(active);
+        for (int id : active) {
+            Option<SparkStageInfo> info = sc.statusTracker().getStageInfo(id);
+            if (info.isDefined()) {
+                stages.add(mapper.valueToTree(info.get()));
+            }
+        }
+        return mapper.writeValueAsString(reply);
+    }
+}

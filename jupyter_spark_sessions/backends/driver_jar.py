@@ -1,0 +1,51 @@
+"""The project's own JVM classes (java/jss/, shipped built as ``jars/jss-driver.jar``),
+made on the running driver: each does in one py4j call what would take many from
+Python (``cell_scope``: a bound cell's thread state; ``classic.ContextJobFeed``: one
+poll of the job board).
+
+The jar is loaded into a class loader of its own whose parent is Spark's, so it works
+on any running driver (one this project started or the user's) and adds nothing to
+Spark's class path. ``tests/test_private_apis.py`` makes every class on the installed
+Spark (they use Spark's private members) and checks the jar was built from java/.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+#: Built by ``make jar`` from java/; its manifest names the hash of the sources.
+JAR = Path(__file__).resolve().parent.parent / "jars" / "jss-driver.jar"
+
+_lock = threading.Lock()
+#: Per class name: (the context, its instance); one context at a time in a process.
+_made: dict[str, tuple[SparkContext, Any]] = {}
+
+
+def instance(sc: SparkContext, class_name: str) -> Any:
+    """The instance of ``class_name`` (made with the Scala SparkContext) for ``sc``:
+    made on first use (a few round trips, once per context), then reused."""
+    made = _made.get(class_name)
+    if made is not None and made[0] is sc:
+        return made[1]
+    with _lock:
+        made = _made.get(class_name)
+        if made is None or made[0] is not sc:
+            made = _made[class_name] = (sc, _make(sc, class_name))
+        return made[1]
+
+
+def _make(sc: SparkContext, class_name: str) -> Any:
+    gateway, jvm = sc._gateway, sc._jvm  # private
+    assert gateway is not None and jvm is not None
+    context = sc._jsc.sc()  # private: the Scala SparkContext
+    urls = gateway.new_array(jvm.java.net.URL, 1)
+    urls[0] = jvm.java.io.File(str(JAR)).toURI().toURL()
+    loader = jvm.java.net.URLClassLoader(urls, context.getClass().getClassLoader())
+    arguments = gateway.new_array(jvm.java.lang.Object, 1)
+    arguments[0] = context
+    return loader.loadClass(class_name).getConstructors()[0].newInstance(arguments)
