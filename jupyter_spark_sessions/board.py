@@ -2,9 +2,10 @@
 
 One producer thread (``poller.BoardPoller``) feeds it Spark's job data and publishes
 immutable snapshots (``snapshot.BoardSnapshot``); views only read snapshots. Requests
-(cancel) only record intent here and wake the producer, which makes the Spark calls
-(``SessionBackend.cancel``): a request never waits for the JVM, and a group's final
-state is always the one Spark reported, never one written by the cancel itself.
+(cancel) only record intent here and wake the producer's cancel thread, which makes the
+Spark calls (``SessionBackend.cancel``): a request never waits for the JVM, and a
+group's final state is always the one Spark reported, never one written by the cancel
+itself.
 
 The board knows sessions only through ``SessionSource`` (the registry implements it).
 """
@@ -141,6 +142,7 @@ class JobBoard:
         self._listeners: dict[Listener, bool] = {}  # listener -> owed a call
         self._published: tuple[Any, ...] = ()  # content last sent to listeners
         self.wake = threading.Event()  # set to make the producer poll now
+        self.cancel_ready = threading.Event()  # set when a cancel is queued
 
     # -- reading -------------------------------------------------------------------
 
@@ -335,6 +337,7 @@ class JobBoard:
         except UnknownSessionError:
             return  # stopped meanwhile: `stop` already cancelled its jobs
         self._pending_cancels.append(PendingCancel(session, backend, refs, whole_session, tag))
+        self.cancel_ready.set()
 
     def take_pending_cancels(self) -> list[PendingCancel]:
         """The cancels the producer must make now; empties the queue."""

@@ -26,30 +26,47 @@ log = logging.getLogger(__name__)
 
 class BoardPoller:
     """Polls fast while jobs run (``poll_interval``), slowly when idle
-    (``idle_poll_interval``), at once when the board is woken."""
+    (``idle_poll_interval``), at once when the board is woken.
+
+    Cancels have a thread of their own (``jss-job-cancel``), woken by the board's
+    ``cancel_ready``: a request's Spark call starts at once instead of after the poll
+    in progress (a fifth of the whole cancel when Spark itself is fast). Each thread
+    talks to Spark over its own py4j connection, and neither is the control thread."""
 
     def __init__(self, board: JobBoard) -> None:
         self.board = board
         self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._start_lock = threading.Lock()
 
     def start(self) -> None:
-        """Start the thread (idempotent)."""
+        """Start the threads (idempotent)."""
         with self._start_lock:
-            if self._thread is not None and self._thread.is_alive():
+            if self._threads and all(t.is_alive() for t in self._threads):
                 return
             self._stopping.clear()
-            self._thread = threading.Thread(target=self._run, name="jss-job-board", daemon=True)
-            self._thread.start()
+            self._threads = [
+                threading.Thread(target=self._run, name="jss-job-board", daemon=True),
+                threading.Thread(target=self._run_cancels, name="jss-job-cancel", daemon=True),
+            ]
+            for thread in self._threads:
+                thread.start()
 
     def stop(self, timeout: float = 1.0) -> None:
-        """Stop the thread and wait up to ``timeout`` for it (kernel shutdown)."""
+        """Stop the threads and wait up to ``timeout`` for each (kernel shutdown)."""
         self._stopping.set()
         self.board.wake.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        self.board.cancel_ready.set()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def _run_cancels(self) -> None:
+        ready = self.board.cancel_ready
+        while not self._stopping.is_set():
+            ready.wait()
+            ready.clear()
+            self._send_cancels()
 
     def _run(self) -> None:
         config = self.board.config
