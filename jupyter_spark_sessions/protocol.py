@@ -173,5 +173,54 @@ def error_reply(message: Any, code: str, text: str) -> dict[str, Any]:
 
 
 def board_update(board: dict[str, Any]) -> dict[str, Any]:
-    """The message pushed on a subscribed comm when the board changes."""
+    """The whole board, pushed on a subscribed comm the first time it changes."""
     return {"version": PROTOCOL_VERSION, "type": "board", "board": board}
+
+
+def board_patch(sent: dict[str, Any], board: dict[str, Any]) -> dict[str, Any]:
+    """What changed from ``sent`` (the board a comm has) to ``board``: the message
+    pushed on a subscribed comm after the first. ``apply_board_patch`` undoes it."""
+    before = {g["id"]: g for g in sent["groups"]}
+    now = [g["id"] for g in board["groups"]]
+    patch: dict[str, Any] = {
+        "version": PROTOCOL_VERSION,
+        "type": "board_patch",
+        "seq": board["seq"],
+        "base_seq": sent["seq"],
+        "updated_at": board["updated_at"],
+        "groups": [g for g in board["groups"] if before.get(g["id"]) != g],
+        "removed_groups": [gid for gid in before if gid not in set(now)],
+        "other_running_jobs": board["other_running_jobs"],
+        "error": board["error"],
+    }
+    if board["sessions"] != sent["sessions"]:
+        patch["sessions"] = board["sessions"]
+    if _patched_order(list(before), patch) != now:  # a group first shown late
+        patch["order"] = now
+    return patch
+
+
+def apply_board_patch(board: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """The board ``patch`` makes of ``board`` (which must be the one at its
+    ``base_seq``: a frontend whose board is not asks for the whole board again)."""
+    if board["seq"] != patch["base_seq"]:
+        raise ValueError(f"patch on board {patch['base_seq']}, not {board['seq']}")
+    groups = {g["id"]: g for g in board["groups"]}
+    groups.update((g["id"], g) for g in patch["groups"])
+    order = patch.get("order") or _patched_order(list(groups), patch)
+    return {
+        "seq": patch["seq"],
+        "updated_at": patch["updated_at"],
+        "sessions": patch.get("sessions", board["sessions"]),
+        "groups": [groups[gid] for gid in order],
+        "other_running_jobs": patch["other_running_jobs"],
+        "error": patch["error"],
+    }
+
+
+def _patched_order(ids: list[str], patch: dict[str, Any]) -> list[str]:
+    # Without an explicit order: the groups kept where they were, the new ones after.
+    removed = set(patch["removed_groups"])
+    kept = [gid for gid in ids if gid not in removed]
+    known = set(ids)
+    return kept + [g["id"] for g in patch["groups"] if g["id"] not in known]

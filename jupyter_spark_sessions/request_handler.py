@@ -138,10 +138,18 @@ class RequestHandler:
             self._comms.pop(comm_id, None)
 
     def subscribe(self, comm: CommLike) -> None:
-        """Push every board change to ``comm`` (from the board's producer thread)."""
+        """Push every board change to ``comm`` (from the board's producer thread): the
+        whole board first, then what changed since the last push."""
+        sent: dict[str, Any] | None = None
 
         def push(snapshot: BoardSnapshot) -> None:
-            comm.send(protocol.board_update(snapshot.to_dict()))
+            nonlocal sent
+            board = snapshot.to_dict()
+            if sent is None:
+                comm.send(protocol.board_update(board))
+            else:
+                comm.send(protocol.board_patch(sent, board))
+            sent = board
 
         with self._lock:
             if comm.comm_id in self._subscriptions:

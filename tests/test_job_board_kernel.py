@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_spark_sessions import protocol
 from jupyter_spark_sessions.protocol import COMM_TARGET, CONTROL_REQUEST
 from kernel_driver import Kernel, assert_cancelled_in_one_line
 
@@ -235,23 +236,41 @@ def test_comm_pushes_updates_and_takes_requests_on_a_subshell(sessions: Kernel) 
             and content["data"].get("type") == kind
         )
 
-    subscribed = kernel.wait_for_iopub(lambda m: on_comm(m, "reply"))
+    # The whole board comes first, then patches: follow them as the sidebar does, each
+    # message once (wait_for_iopub shows the messages seen before again).
+    followed: dict[str, Any] = {}
+    applied: set[str] = set()
+
+    def follow(msg: dict[str, Any]) -> list[dict[str, Any]]:
+        if msg["header"]["msg_id"] in applied:
+            return []
+        if on_comm(msg, "board"):
+            followed["board"] = msg["content"]["data"]["board"]
+        elif on_comm(msg, "board_patch"):
+            patch = msg["content"]["data"]
+            followed["board"] = protocol.apply_board_patch(followed["board"], patch)
+        else:
+            return []
+        applied.add(msg["header"]["msg_id"])
+        groups: list[dict[str, Any]] = followed["board"]["groups"]
+        return groups
+
+    def subscribe_reply(msg: dict[str, Any]) -> bool:
+        follow(msg)  # the first board may come before the reply
+        return on_comm(msg, "reply")
+
+    subscribed = kernel.wait_for_iopub(subscribe_reply)
     assert subscribed["content"]["data"]["status"] == "ok"
 
     kernel.ok("%spark_session use a")
     busy = kernel.client.execute(LONG_CELL)
 
     def pushed_running(msg: dict[str, Any]) -> bool:
-        if not on_comm(msg, "board"):
-            return False
-        groups = msg["content"]["data"]["board"]["groups"]
-        return any(g["session"] == "a" and g["state"] == "running" for g in groups)
+        return any(g["session"] == "a" and g["state"] == "running" for g in follow(msg))
 
-    push = kernel.wait_for_iopub(pushed_running)
+    kernel.wait_for_iopub(pushed_running)
     group = next(
-        g
-        for g in push["content"]["data"]["board"]["groups"]
-        if g["session"] == "a" and g["state"] == "running"
+        g for g in followed["board"]["groups"] if g["session"] == "a" and g["state"] == "running"
     )
 
     # JupyterLab sends comm messages on a subshell: handled while the main shell is busy.
@@ -278,13 +297,7 @@ def test_comm_pushes_updates_and_takes_requests_on_a_subshell(sessions: Kernel) 
     result = kernel.collect(busy, timeout=60)
     assert_cancelled_in_one_line(result, group["id"], "from the sidebar")
     kernel.wait_for_iopub(
-        lambda m: (
-            on_comm(m, "board")
-            and any(
-                g["id"] == group["id"] and g["state"] == "cancelled"
-                for g in m["content"]["data"]["board"]["groups"]
-            )
-        ),
+        lambda m: any(g["id"] == group["id"] and g["state"] == "cancelled" for g in follow(m)),
         timeout=30,
     )
 

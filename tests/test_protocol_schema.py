@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import json
 from dataclasses import replace
 from importlib import resources
@@ -328,10 +329,16 @@ def test_subscribe_unsubscribe_and_board_pushes_are_valid() -> None:
     subscribed = wire(handler.handle(request("subscribe"), comm))
     assert errors(subscribed, "SubscribeReply") == []
     board.update([_job(31, "SUCCEEDED")], {31: ("etl", 12)}, 1, [_session()])
-    assert comm.sent and comm.sent[-1]["type"] == "board"
+    assert [m["type"] for m in comm.sent] == ["board"], "the whole board first"
+    board.update([_job(33, "RUNNING")], {33: ("etl", 14)}, 0, [_session()])
+    assert [m["type"] for m in comm.sent] == ["board", "board_patch"], "then what changed"
+    assert errors(comm.sent[0], "BoardMessage") == []
+    assert errors(comm.sent[1], "BoardPatchMessage") == []
     for pushed in comm.sent:
-        assert errors(pushed, "BoardMessage") == []
         assert errors(pushed, "CommMessage") == []
+    assert [g["id"] for g in comm.sent[1]["groups"]] == ["etl:14"], "only the new group"
+    followed = protocol.apply_board_patch(comm.sent[0]["board"], comm.sent[1])
+    assert followed == wire(board.snapshot().to_dict())
     # From the control channel, naming the comm.
     again = wire(handler.handle(request("subscribe", comm_id="comm-1", request_id="s")))
     assert errors(again, "SubscribeReply") == []
@@ -459,3 +466,35 @@ def test_bad_requests_are_rejected_by_both(message: Any) -> None:
     with pytest.raises(protocol.ProtocolError):
         protocol.parse_request(message)
     assert errors(message, "Request")
+
+
+def test_patches_rebuild_every_board_a_real_sequence_of_changes_makes() -> None:
+    # Groups appear, change, get a first job late (so the order changes), end, and
+    # drop off the end of the retained list; sessions change; the error comes and goes.
+    board = JobBoard(FakeSessions("etl"), SparkSessionsConfig(retained_groups=2))  # type: ignore[arg-type]
+    boards = [wire(board.snapshot().to_dict())]
+
+    def update(jobs: list[JobView], keys: dict[int, Any], error: str = "") -> None:
+        board.update(jobs, keys, 0, [replace(_session(), disconnected="")], error=error)
+        boards.append(wire(board.snapshot().to_dict()))
+
+    board.cell_started("etl", 1, "first cell")
+    board.cell_started("etl", 2, "second cell")
+    update([_job(1, "RUNNING")], {1: ("etl", 2)})  # etl:2 shown, etl:1 not yet
+    update([_job(2, "RUNNING")], {2: ("etl", 1)})  # etl:1 shown, before etl:2
+    update([_job(1, "SUCCEEDED")], {1: ("etl", 2)}, error="Spark status unavailable: x")
+    for n in range(3, 7):  # more finished groups than retained: the oldest go
+        board.cell_started("etl", n, f"cell {n}")
+        done = replace(_job(n, "SUCCEEDED"), tasks=TaskCounts(total=1, completed=1))
+        update([done], {n: ("etl", n)})
+        board.cell_finished("etl", n)
+    board.update([], {}, 0, [_session()])  # a session changed
+    boards.append(wire(board.snapshot().to_dict()))
+    assert any("order" in protocol.board_patch(a, b) for a, b in itertools.pairwise(boards))
+    assert any(protocol.board_patch(a, b)["removed_groups"] for a, b in itertools.pairwise(boards))
+    for before, after in itertools.pairwise(boards):
+        patch = wire(protocol.board_patch(before, after))
+        assert errors(patch, "BoardPatchMessage") == []
+        assert protocol.apply_board_patch(before, patch) == after
+    with pytest.raises(ValueError):
+        protocol.apply_board_patch(boards[0], wire(protocol.board_patch(boards[1], boards[2])))

@@ -281,6 +281,28 @@ export class KernelBoardConnection implements IDisposable {
     this._subscribe();
   }
 
+  /** The whole board, asked on the control channel (after a missed push). */
+  private async _refreshBoard(): Promise<void> {
+    if (this._refreshing || this._disposed) {
+      return;
+    }
+    this._refreshing = true;
+    try {
+      const reply = await sendControlRequest(
+        this.kernel,
+        makeRequest('list', { request_id: nextRequestId() }),
+        this._probeTimeoutMs
+      );
+      if (reply.status === 'ok' && 'board' in reply && reply.board) {
+        this.model.applyBoard(reply.board);
+      }
+    } catch {
+      // the next full board (a reconnect) will bring it
+    } finally {
+      this._refreshing = false;
+    }
+  }
+
   private _subscribe(): void {
     if (this._comm || this._disposed) {
       return;
@@ -355,6 +377,12 @@ export class KernelBoardConnection implements IDisposable {
       this.model.applyBoard(message.board);
       return;
     }
+    if (message.type === 'board_patch') {
+      if (!this.model.applyPatch(message)) {
+        void this._refreshBoard(); // a push was missed: the whole board again
+      }
+      return;
+    }
     // The answer to a pending comm request (`add`) goes to its caller only.
     if (
       typeof message.request_id === 'string' &&
@@ -416,6 +444,7 @@ export class KernelBoardConnection implements IDisposable {
 
   private _disposed = false;
   private _probing = false;
+  private _refreshing = false;
   private _comm: Kernel.IComm | null = null;
   private _commOpen = false;
   private _pending = new Map<string, IPending>();

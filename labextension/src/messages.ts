@@ -10,6 +10,7 @@ import type {
   AddKind,
   AddRequest,
   Board,
+  BoardPatchMessage,
   CancelAllRequest,
   CancelGroupsRequest,
   CancelRequest,
@@ -124,6 +125,55 @@ export function isBoard(value: unknown): value is Board {
   );
 }
 
+/** Whether `value` looks like a board patch (the fields applyBoardPatch uses). */
+export function isBoardPatch(value: unknown): value is BoardPatchMessage {
+  return (
+    isObject(value) &&
+    value.type === 'board_patch' &&
+    typeof value.seq === 'number' &&
+    typeof value.base_seq === 'number' &&
+    Array.isArray(value.groups) &&
+    Array.isArray(value.removed_groups)
+  );
+}
+
+/**
+ * The board `patch` makes of `board`, or null when `board` is not the one the
+ * patch applies to (a message was missed: ask for the whole board again). The
+ * kernel's protocol.apply_board_patch does the same.
+ */
+export function applyBoardPatch(
+  board: Board,
+  patch: BoardPatchMessage
+): Board | null {
+  if (board.seq !== patch.base_seq) {
+    return null;
+  }
+  const groups = new Map(board.groups.map(g => [g.id, g]));
+  const removed = new Set(patch.removed_groups);
+  let order = board.groups.map(g => g.id).filter(id => !removed.has(id));
+  for (const group of patch.groups) {
+    if (!groups.has(group.id)) {
+      order.push(group.id);
+    }
+    groups.set(group.id, group);
+  }
+  if (patch.order) {
+    order = patch.order;
+  }
+  return {
+    seq: patch.seq,
+    updated_at: patch.updated_at,
+    sessions: patch.sessions ?? board.sessions,
+    groups: order.flatMap(id => {
+      const group = groups.get(id);
+      return group ? [group] : [];
+    }),
+    other_running_jobs: patch.other_running_jobs,
+    error: patch.error
+  };
+}
+
 /** Whether `value` is a reply of the protocol (ok or error). */
 export function isReply(value: unknown): value is Reply {
   if (!isObject(value)) {
@@ -146,6 +196,9 @@ export function parseCommMessage(data: unknown): CommMessage | null {
   }
   if (data.type === 'board' && isBoard(data.board)) {
     return data as unknown as CommMessage;
+  }
+  if (isBoardPatch(data)) {
+    return data;
   }
   if (data.type === 'reply' && isReply(data)) {
     return data as unknown as CommMessage;

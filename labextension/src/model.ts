@@ -5,9 +5,10 @@
  * Pure TypeScript: no JupyterLab imports, so that it can be unit-tested in Node.
  */
 import { oneLine, replyErrorMessage } from './format';
-import { isFinalState } from './messages';
+import { applyBoardPatch, isFinalState } from './messages';
 import type {
   Board,
+  BoardPatchMessage,
   CancelReply,
   Group,
   GroupState,
@@ -121,6 +122,15 @@ export class SidebarModel {
    * in a non-running state (or no longer shows) are dropped.
    * Returns whether the board was applied.
    */
+  /**
+   * Applies a pushed patch; false when the board is not the one it applies to
+   * (the caller then asks for the whole board).
+   */
+  applyPatch(patch: BoardPatchMessage): boolean {
+    const board = this._board ? applyBoardPatch(this._board, patch) : null;
+    return board !== null && this.applyBoard(board);
+  }
+
   applyBoard(board: Board): boolean {
     if (this._board !== null && board.seq < this._board.seq) {
       return false;

@@ -87,7 +87,7 @@ export type ErrorCode =
 /**
  * A message the kernel sends on the comm.
  */
-export type CommMessage = BoardMessage | CommReply;
+export type CommMessage = BoardMessage | BoardPatchMessage | CommReply;
 /**
  * A reply on the comm: the reply with "type": "reply".
  */
@@ -431,10 +431,47 @@ export interface ReplyError {
   message: string;
 }
 /**
- * Pushed on subscribed comms after every change of the board.
+ * The whole board, pushed on a subscribed comm at the first change after it subscribed.
  */
 export interface BoardMessage {
   version: Version;
   type: 'board';
   board: Board;
+}
+/**
+ * Pushed on a subscribed comm after every later change: what changed since the board at base_seq (the last one pushed). A frontend whose board is not at base_seq asks for the whole board again (a list request).
+ */
+export interface BoardPatchMessage {
+  version: Version;
+  type: 'board_patch';
+  /**
+   * The board's seq after the patch.
+   */
+  seq: number;
+  /**
+   * The seq of the board it applies to.
+   */
+  base_seq: number;
+  /**
+   * The last read from Spark.
+   */
+  updated_at: number;
+  /**
+   * Every session, present only when one changed.
+   */
+  sessions?: Session[];
+  /**
+   * The groups new or changed since base_seq, whole; the new ones go after the others unless order says otherwise.
+   */
+  groups: Group[];
+  /**
+   * Ids of the groups no longer on the board.
+   */
+  removed_groups: string[];
+  /**
+   * Every group id in the board's order, present only when it is not the board's order with the removed groups left out and the new ones after.
+   */
+  order?: string[];
+  other_running_jobs: number;
+  error: string;
 }

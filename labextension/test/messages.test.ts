@@ -6,11 +6,13 @@ import {
   CONTROL_REQUEST,
   PROTOCOL_VERSION,
   addRequest,
+  applyBoardPatch,
   cancelRequest,
   parseCommMessage
 } from '../src/messages';
+import type { BoardPatchMessage } from '../src/protocol';
 import schema from '../../jupyter_spark_sessions/protocol.schema.json';
-import { board } from './fixtures';
+import { board, group } from './fixtures';
 
 describe('constants', () => {
   it("are the schema's", () => {
@@ -85,5 +87,58 @@ describe('add requests and replies', () => {
       artifact: { name: 'x.csv', kind: 'file', size: 3, path: '/d/x.csv' }
     };
     expect(parseCommMessage(ok)).toEqual(ok);
+  });
+});
+
+describe('board patches', () => {
+  const a = group({ id: 'etl:1', execution_count: 1 });
+  const b = group({ id: 'etl:2', execution_count: 2 });
+  const c = group({ id: 'etl:3', execution_count: 3 });
+  const base = board({ seq: 4, groups: [a, b] });
+
+  function patch(partial: Partial<BoardPatchMessage>): BoardPatchMessage {
+    return {
+      version: PROTOCOL_VERSION,
+      type: 'board_patch',
+      seq: 5,
+      base_seq: 4,
+      updated_at: 2000,
+      groups: [],
+      removed_groups: [],
+      other_running_jobs: 0,
+      error: '',
+      ...partial
+    };
+  }
+
+  it('replaces changed groups in place, appends new ones, drops removed ones', () => {
+    const done = { ...b, state: 'succeeded' as const };
+    const next = applyBoardPatch(
+      base,
+      patch({ groups: [done, c], removed_groups: ['etl:1'] })
+    );
+    expect(next?.groups).toEqual([done, c]);
+    expect(next?.seq).toBe(5);
+    expect(next?.updated_at).toBe(2000);
+    expect(next?.sessions).toBe(base.sessions);
+  });
+
+  it('follows an explicit order and new sessions', () => {
+    const next = applyBoardPatch(
+      base,
+      patch({ groups: [c], order: ['etl:3', 'etl:1', 'etl:2'], sessions: [] })
+    );
+    expect(next?.groups.map(g => g.id)).toEqual(['etl:3', 'etl:1', 'etl:2']);
+    expect(next?.sessions).toEqual([]);
+  });
+
+  it('refuses a patch made on another board', () => {
+    expect(applyBoardPatch(base, patch({ base_seq: 3 }))).toBeNull();
+  });
+
+  it('is recognised as a comm message', () => {
+    const message = patch({ groups: [c] });
+    expect(parseCommMessage(message)).toEqual(message);
+    expect(parseCommMessage({ ...message, removed_groups: 'x' })).toBeNull();
   });
 });
