@@ -151,6 +151,9 @@ test-newest: require-python-newest $(NEWEST_VENV)/.installed
 # docs/benchmarks.md. Run on a quiet machine: not part of `make test`.
 bench: setup
 	$(BIN)/python -m pip install --quiet "$(WHEEL)[test,bench]"
+	$(BIN)/python benchmarks/board_overhead.py
+	$(BIN)/python benchmarks/board_scale.py
+	$(BIN)/python benchmarks/cell_overhead.py
 	$(BIN)/python benchmarks/cancel_latency.py
 	$(BIN)/python benchmarks/connect_cancel_latency.py
 	$(BIN)/python benchmarks/artifacts.py

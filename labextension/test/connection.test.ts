@@ -64,6 +64,49 @@ describe('KernelBoardConnection', () => {
     expect(model.board?.groups[0].state).toBe('succeeded');
   });
 
+  it('applies board patches, and asks for the whole board after a missed one', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    kernel.futures[0].reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board({ seq: 1 })
+    });
+    await started;
+    const comm = kernel.comms[0];
+    const patch = {
+      version: 1,
+      type: 'board_patch',
+      updated_at: 1001,
+      groups: [group({ state: 'succeeded' })],
+      removed_groups: [],
+      other_running_jobs: 0,
+      error: ''
+    };
+    comm.push({ ...patch, seq: 2, base_seq: 1 });
+    expect(model.board?.seq).toBe(2);
+    expect(model.board?.groups[0].state).toBe('succeeded');
+
+    comm.push({ ...patch, seq: 9, base_seq: 7 }); // 3..7 never arrived
+    expect(model.board?.seq).toBe(2);
+    expect(kernel.futures).toHaveLength(2);
+    const refresh = kernel.futures[1];
+    expect(refresh.msg.channel).toBe('control');
+    expect(refresh.msg.content).toMatchObject({ action: 'list' });
+    refresh.reply({
+      version: 1,
+      status: 'ok',
+      action: 'list',
+      request_id: null,
+      board: board({ seq: 9, groups: [] })
+    });
+    await flush();
+    expect(model.board?.seq).toBe(9);
+    expect(model.board?.groups).toEqual([]);
+  });
+
   it('opens the comm on its kernel subshell once that is up', async () => {
     const { kernel, model, connection } = setup();
     let subshellUp!: () => void;
