@@ -1,0 +1,93 @@
+"""The docs/benchmarks.md section of ``benchmarks/board_scale.py``'s result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render(result: dict[str, Any]) -> str:
+    """A markdown section for one ``board_scale`` result."""
+    r, t = result, result["targets"]
+    board = r["board"]
+    kib = r["update_message_bytes"] / 1024
+    quick = " (**--quick run: not the full size**)" if r.get("quick") else ""
+    poll = f"{r['poll_50_running_ms_median']:.2f} ms (max {r['poll_50_running_ms_max']:.2f} ms)"
+    scale_round = f"{r['scale_round_ms_median']:.2f} ms (max {r['scale_round_ms_max']:.2f} ms)"
+    freed = f"{r['freed_ms_median']:.0f} ms (max {r['freed_ms_max']:.0f} ms)"
+    n = f"{r['retained_groups']:,} groups:"
+    rows = [
+        (
+            f"poll with {r['running_jobs']} running jobs (median)",
+            poll,
+            f"< {t['poll_50_running_ms_median']:g} ms",
+        ),
+        ("its py4j round trips (longest reply)", _py4j(r.get("poll_50_running_py4j")), ""),
+        (f"{n} poll (median)", f"{r['scale_poll_ms_median']:.2f} ms", ""),
+        ("its py4j round trips (longest reply)", _py4j(r.get("scale_poll_py4j")), ""),
+        (f"{n} `board.update` alone (median)", f"{r['board_update_alone_ms_median']:.2f} ms", ""),
+        (f"{n} encoding the update (median)", f"{r['scale_encode_ms_median']:.2f} ms", ""),
+        (f"{n} poll + encoding (median)", scale_round, f"< {t['scale_round_ms_median']:g} ms"),
+        (
+            "one full-board update message",
+            f"{kib:,.0f} KiB",
+            f"< {t['update_message_bytes'] / 1024:g} KiB",
+        ),
+        (
+            'cancel request -> board shows "cancelled" (median)',
+            f"{r['board_cancelled_ms_median']:.0f} ms",
+            "",
+        ),
+        (
+            "cancel request -> `collect()` raised (median)",
+            f"{r['collect_raised_ms_median']:.0f} ms",
+            "",
+        ),
+        (
+            "cancel request -> board shows no task running (median)",
+            f"{r['board_no_task_running_ms_median']:.0f} ms",
+            "",
+        ),
+        (
+            "cancel request -> the tasks' Python workers gone (median)",
+            freed,
+            f"<= {t['freed_ms_median'] / 1000:g} s",
+        ),
+    ]
+    return f"""## Job board at scale (`benchmarks/board_scale.py`)
+
+Real Spark (`{r["master"]}`, {r["sessions"]} sessions, in-process through a
+`SessionRegistry`){quick}. {r["running_jobs"]} jobs stay running in {r["running_groups"]}
+groups: each is one task calling `java.lang.Thread.sleep` through SQL `reflect` (a JVM
+thread, no Python worker), submitted by its own thread. With the board's producer thread
+stopped, its round (`BoardPoller.poll_once`) is timed {r["timed_polls"]} times. Then
+{r["retained_groups"]:,} finished groups are added, each from one tiny real job
+(`range(0, 1, 1, 1).collect()`) in a group of its own (built in
+{r["build_retained_groups_s"]:.0f} s), and each round also encodes the update a
+subscribed comm gets (`snapshot.to_dict()`, `protocol.board_update`, jupyter_client's
+`json_packer`). The board then held {board["groups"]:,} groups ({board["finished_groups"]:,}
+finished) and {board["jobs"]:,} jobs ({board["running_jobs"]} running).
+
+Slots freed: a group whose job runs {r["cancelled_job_tasks"]} tasks of a sleeping Python
+UDF is cancelled through the request handler, {r["rounds"]} rounds. Each task's Python
+worker writes its PID (the workers were checked to be children of a PySpark daemon under
+the driver JVM: {"yes" if r["workers_are_daemon_children_of_the_jvm"] else "NO"});
+"freed" is when every one of those processes has exited. A cancelled task's worker is
+killed, never handed back to the daemon idle (`spark.python.worker.reuse` =
+{r["python_worker_reuse"]}, `spark.python.task.killTimeout` =
+{r["python_task_kill_timeout"]}).
+
+{_table(rows)}
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+"""
+
+
+def _table(rows: list[tuple[str, str, str]]) -> str:
+    lines = ["| figure | measured | target |", "|---|---|---|"]
+    lines += [f"| {figure} | {measured} | {target} |" for figure, measured, target in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _py4j(counted: dict[str, int] | None) -> str:
+    if not counted:
+        return "not counted"
+    return f"{counted['round_trips']} ({counted['longest_reply_chars']:,} chars)"
