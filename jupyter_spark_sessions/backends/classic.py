@@ -1,6 +1,6 @@
-"""Classic PySpark (one SparkContext in the kernel's JVM): with ``cell_scope`` (what a
-bound cell changes in the JVM, in one call), the only module that touches private
-PySpark and JVM APIs.
+"""Classic PySpark (one SparkContext in the kernel's JVM): with ``driver_jar`` and
+``cell_scope`` (the project's own JVM classes, which do in one call what takes many from
+Python), the only module that touches private PySpark and JVM APIs.
 
 Each private call has one wrapper here, and ``tests/test_private_apis.py`` calls every
 wrapper against the installed PySpark so an upgrade that breaks one fails loudly.
