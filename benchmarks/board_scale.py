@@ -262,9 +262,8 @@ class _Bench:
     def _stop_producer(self) -> None:
         # poll_once is the producer's round: run it here instead, never concurrently.
         self.poller.stop(timeout=10)
-        thread = self.poller._thread
-        if thread is not None and thread.is_alive():
-            raise RuntimeError("the board's producer thread did not stop")
+        if self.poller.is_running():
+            raise RuntimeError("the board's producer threads did not stop")
 
     def _timed_polls(self, count: int, encode: bool) -> dict[str, list[float]]:
         self._stop_producer()

@@ -62,6 +62,10 @@ class BoardPoller:
             if thread is not threading.current_thread():
                 thread.join(timeout)
 
+    def is_running(self) -> bool:
+        """Whether any of its threads still runs."""
+        return any(thread.is_alive() for thread in self._threads)
+
     def _run_cancels(self) -> None:
         ready = self.board.cancel_ready
         while not self._stopping.is_set():
