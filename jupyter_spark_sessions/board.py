@@ -141,9 +141,7 @@ class JobBoard:
         self._pending_cancels: list[PendingCancel] = []
         self._listeners: dict[Listener, bool] = {}  # listener -> owed a call
         self._published: tuple[Any, ...] = ()  # content last sent to listeners
-        self.wake = threading.Event()  # set to wake the producer (see take_wake)
-        self._wake_lock = threading.Lock()
-        self._urgent = False  # a wake that wants a poll at once
+        self.wake = threading.Event()  # set to make the producer poll now
         self.cancel_ready = threading.Event()  # set when a cancel is queued
 
     # -- reading -------------------------------------------------------------------
@@ -157,7 +155,7 @@ class JobBoard:
         returns the function that unsubscribes it."""
         with self._lock:
             self._listeners[listener] = True  # fresh: gets the next snapshot regardless
-        self.wake_now()
+        self.wake.set()
 
         def unsubscribe() -> None:
             with self._lock:
@@ -170,35 +168,7 @@ class JobBoard:
         with self._lock:
             if listener in self._listeners:
                 self._listeners[listener] = True
-        self.wake_now()
-
-    # -- waking the producer -----------------------------------------------------------
-
-    def wake_now(self) -> None:
-        """Make the producer poll at once (a request, a new session or file)."""
-        with self._wake_lock:
-            self._urgent = True
-            self.wake.set()
-
-    def _wake_soon(self) -> None:
-        # A cell started or ended: the producer polls at its fast rate from now on, but
-        # not at once: a short cell would otherwise wait for a poll made beside it.
         self.wake.set()
-
-    def take_wake(self) -> bool:
-        """For the producer, once woken: True when it must poll at once, False when
-        only cells started or ended (the wake is then cleared)."""
-        with self._wake_lock:
-            urgent, self._urgent = self._urgent, False
-            if not urgent:
-                self.wake.clear()
-            return urgent
-
-    def clear_wake(self) -> None:
-        """For the producer, as a poll begins: what woke it is served by this poll."""
-        with self._wake_lock:
-            self._urgent = False
-            self.wake.clear()
 
     # -- what cells tell the board ---------------------------------------------------
 
@@ -210,7 +180,7 @@ class JobBoard:
             cell.description = cell.description or description
             cell.depth += 1
             self._group((session, execution_count))
-        self._wake_soon()
+        self.wake.set()
 
     def cell_finished(self, session: str, execution_count: int) -> None:
         """The cell of that group ended (its background threads may still run jobs)."""
@@ -218,7 +188,7 @@ class JobBoard:
             cell = self._cells.get(execution_count)
             if cell is not None:
                 cell.depth = max(0, cell.depth - 1)
-        self._wake_soon()
+        self.wake.set()
 
     # -- what backends that report their own operations tell the board (Connect) ----
 
@@ -244,7 +214,7 @@ class JobBoard:
             )
             if not report.done:
                 self._cancel_if_requested(group, [self._operations[operation_id]])
-        self.wake_now()
+        self.wake.set()
 
     # -- cancel requests ---------------------------------------------------------------
 
@@ -300,7 +270,7 @@ class JobBoard:
             if sessions and not cancelling:
                 messages.append(f"No running job group in {_which(session, everything)}.")
             self._snapshot = _with_cancelling(snapshot, set(cancelling), now)
-        self.wake_now()
+        self.wake.set()
         return CancelOutcome(tuple(cancelling), tuple(messages))
 
     def request_interrupt(self, session: str, execution_count: int) -> None:
@@ -312,7 +282,7 @@ class JobBoard:
             for group in [g for g in self._groups.values() if g.count == execution_count]:
                 self._mark_cancelled(group, now, "interrupt")
             self._queue(session, tag=job_tags.group_tag(session, execution_count))
-        self.wake_now()
+        self.wake.set()
 
     def cancels_of_cell(self, execution_count: int) -> list[tuple[str, str | None, list[int]]]:
         """The groups of cell ``execution_count`` a user cancelled: (group id, where
@@ -453,7 +423,7 @@ class JobBoard:
                         group.operation_ids.append(key)
                 group.job_ids.clear()
             self._jobs.clear()
-        self.wake_now()
+        self.wake.set()
 
     # -- internals (under ``_lock``) ---------------------------------------------------
 
