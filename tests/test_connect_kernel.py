@@ -198,7 +198,7 @@ def test_cancel_a_busy_classic_cell_leaves_the_connect_query_running(kernel: Ker
         "c2_thread = threading.Thread(target=_run_c2)\n"
         "c2_thread.start()\n"
     )
-    kernel.ok("%spark_session use k1")
+    used = kernel.ok("%spark_session use k1")
     busy = kernel.client.execute(
         "from pyspark.sql.functions import udf\n"
         "@udf('long')\n"
@@ -208,7 +208,10 @@ def test_cancel_a_busy_classic_cell_leaves_the_connect_query_running(kernel: Ker
         "    return x\n"
         "spark.range(0, 2, 1, 1).select(_sleepy_classic('id')).collect()"
     )
-    group = wait_for_group(kernel, lambda g: g["session"] == "k1" and g["state"] == "running")
+    # This cell's group (an earlier test's k1 group may still show running for a poll).
+    assert used.execution_count is not None
+    busy_group = f"k1:{used.execution_count + 1}"
+    group = wait_for_group(kernel, lambda g: g["id"] == busy_group and g["state"] == "running")
     reply, _ = request(kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]})
     assert reply["cancelling"] == [group["id"]], reply
     result = kernel.collect(busy, timeout=60)

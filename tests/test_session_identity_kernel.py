@@ -436,8 +436,17 @@ def test_jobs_started_outside_managed_cells_are_each_sessions_background_group(
     jobs = new_jobs(kernel)
     assert sorted(str(owner) for _, owner in jobs) == ["a", "b"], f"Spark: {jobs}"
     assert_filed(kernel, {job: (f"{owner}:background", str(owner)) for job, owner in jobs})
-    ended = groups(kernel)
-    status = {g: [j["status"] for j in ended[g]["jobs"] if j["id"] in dict(jobs)] for g in ended}
+    # The board shows the ends within a poll interval.
+    ids = dict(jobs)
+    ended = wait_until(
+        kernel,
+        "both background jobs ended",
+        lambda g: all(
+            j["status"] != "RUNNING" for n in ("a", "b") for j in g[f"{n}:background"]["jobs"]
+        ),
+        timeout=10,
+    )
+    status = {g: [j["status"] for j in ended[g]["jobs"] if j["id"] in ids] for g in ended}
     assert status["a:background"] == ["SUCCEEDED"] and status["b:background"] == ["FAILED"]
 
     # A cell in which `spark` is no managed session: its jobs are background jobs too.

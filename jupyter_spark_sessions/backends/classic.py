@@ -60,10 +60,11 @@ def gateway_process() -> subprocess.Popen[bytes] | None:
 DriverState = Literal["running", "stopped", "lost"]
 
 
-def driver_state(sc: SparkContext) -> DriverState:
+def driver_state(sc: SparkContext, recent: bool = False) -> DriverState:
     """ "running"; "stopped" (``stop()`` from Python, or a fatal error in the JVM); or
     "lost": its JVM exited or cannot be reached (killed, out of memory), or a newer
-    driver replaced it (``forget_lost_driver``)."""
+    driver replaced it (``forget_lost_driver``). ``recent``: a "running" seen within
+    the last second will do (the board's views, asked for every session of a poll)."""
     from py4j.protocol import Py4JError
 
     if getattr(sc, "_jss_driver_lost", False):  # forgotten after its JVM died
@@ -75,7 +76,7 @@ def driver_state(sc: SparkContext) -> DriverState:
     if gateway is None or (proc is not None and proc.poll() is not None):
         return "lost"  # known without a round trip (which would end in ConnectionRefused)
     checked = getattr(sc, "_jss_running_at", None)
-    if checked is not None and time.monotonic() - checked < _RUNNING_FOR:
+    if recent and checked is not None and time.monotonic() - checked < _RUNNING_FOR:
         return "running"
     try:
         stopped = bool(_scala_context(sc).isStopped())
@@ -87,10 +88,9 @@ def driver_state(sc: SparkContext) -> DriverState:
     return "running"
 
 
-#: How long a context seen running is taken to still run, unless Python stopped it or
-#: its JVM exited (both seen without a round trip): the board asks for every session of
-#: a poll, every view for each of its sessions. Only a stop inside the JVM (a fatal
-#: error) shows this much later.
+#: How long a context seen running is taken to still run by views (``recent``), unless
+#: Python stopped it or its JVM exited (both seen without a round trip). A JVM dying
+#: this moment is seen at once everywhere else: by the cell's error, the magics.
 _RUNNING_FOR = 1.0
 
 
@@ -133,9 +133,10 @@ def restart_hint(master: str | None) -> str:
     )
 
 
-def driver_problem(sc: SparkContext) -> str:
-    """Why ``sc`` cannot run jobs, in one line with the way out; "" when it can."""
-    state = driver_state(sc)
+def driver_problem(sc: SparkContext, recent: bool = False) -> str:
+    """Why ``sc`` cannot run jobs, in one line with the way out; "" when it can
+    (``recent``: as for ``driver_state``)."""
+    state = driver_state(sc, recent)
     if state == "running":
         return ""
     if state == "stopped":
@@ -214,12 +215,17 @@ def _current_gateway() -> Any:
     return SparkContext._gateway  # private
 
 
-def _gateway_is_dead(gateway: Any) -> bool:
+def _gateway_is_dead(gateway: Any, wait: float = 0.0) -> bool:
+    # ``wait``: a JVM whose connection just broke may still be exiting.
     from py4j.protocol import Py4JError
 
     proc = getattr(gateway, "proc", None)  # private
     if proc is not None:
-        return proc.poll() is not None
+        if not wait:
+            return proc.poll() is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+        return proc.returncode is not None
     try:  # a JVM started outside Python (PYSPARK_GATEWAY_PORT): ask it
         gateway.jvm.java.lang.System.currentTimeMillis()
     except (Py4JError, OSError):
@@ -287,7 +293,7 @@ class _DeadJvmLogFilter(logging.Filter):
         if record.getMessage() != "Exception while sending command.":
             return True
         gateway = _current_gateway()
-        return not (gateway is not None and _gateway_is_dead(gateway))
+        return not (gateway is not None and _gateway_is_dead(gateway, wait=0.5))
 
 
 _DEAD_JVM_LOG_FILTER = _DeadJvmLogFilter()
@@ -669,7 +675,7 @@ class ClassicBackend:
         return self._ui_url[1]
 
     def problem(self) -> str:
-        return driver_problem(self.sc)
+        return driver_problem(self.sc, recent=True)
 
     def explain(self, error: BaseException, bound: bool) -> str:
         if not _raised_by_a_gone_driver(error):
