@@ -467,6 +467,8 @@ def summarize(runs: list[dict[str, Any]], empty: dict[str, list[float]]) -> dict
     figures: dict[str, Any] = {}
     ratios: dict[str, Any] = {}
     for kind in ("tasks", "cpu", "big"):
+        if not any(r["job"] == kind for r in runs):
+            continue  # not run (--skip-big)
         figures[kind], ratios[kind] = {}, {}
         for name in CONFIGS:
             mine = [r for r in runs if r["config"] == name and r["job"] == kind]
@@ -584,6 +586,9 @@ def main() -> None:
         help="seconds after a cell to wait at most for its monitor to go quiet "
         f"(default {FULL.drain_limit_s:.0f}, --quick {QUICK.drain_limit_s:.0f})",
     )
+    parser.add_argument(
+        "--skip-big", action="store_true", help="leave out the 200,000-task job (long)"
+    )
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.drain_limit is not None:
@@ -626,7 +631,7 @@ def main() -> None:
                     flush=True,
                 )
         # Once per kernel, last: sparkmonitor's backlog cannot spill into another job.
-        for name in CONFIGS:
+        for name in [] if args.skip_big else CONFIGS:
             record = measure_job(kernels[name], "big", sizes, 1)
             runs.append(record)
             print_run(record)

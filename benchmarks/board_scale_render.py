@@ -78,7 +78,26 @@ killed, never handed back to the daemon idle (`spark.python.worker.reuse` =
 
 {_table(rows)}
 Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
-"""
+{_why_not(r)}"""
+
+
+def _why_not(r: dict[str, Any]) -> str:
+    # What bounds the figures that miss their targets, from what this run measured.
+    reasons = []
+    reply = r["poll_50_running_py4j"]["longest_reply_chars"]
+    if r["poll_50_running_ms_median"] >= 5 and reply > 8192:
+        reasons.append(
+            f"The poll is {r['poll_50_running_py4j']['round_trips']} py4j round trips, but "
+            f"its reply is {reply:,} characters, and py4j answers a reply over 8 KiB about "
+            "40 ms late: the reply must shrink (fewer fields, or compressed), not the count."
+        )
+    if r["update_message_bytes"] >= 256 * 1024:
+        reasons.append(
+            f"The whole board is the {r['board']['jobs']:,} jobs of its groups with their "
+            "stages; later pushes are patches (docs/protocol.md), but a frontend that joins "
+            "gets it all, and building it (`board.update`) grows with the retained groups."
+        )
+    return "\n" + "\n\n".join(reasons) + "\n" if reasons else ""
 
 
 def _table(rows: list[tuple[str, str, str]]) -> str:
