@@ -134,7 +134,7 @@ Jobs, all JVM-only:
 
 - tasks job ({sizes["tasks"]:,} tasks): `{jobs["tasks"]}`
 - CPU job: `{jobs["cpu"]}`
-- big job ({sizes["big_tasks"]:,} tasks, once per kernel): `{jobs["big"]}`
+- big job ({sizes["big_tasks"]:,} tasks, once per kernel{"" if "big" in result["figures"] else "; not run this time (`--skip-big`)"}): `{jobs["big"]}`
 
 Wall time is the cell's, from execute_request to the idle status; CPU is user + system
 of the kernel and its JVM over the cell; messages are what the monitor's comm sent on
