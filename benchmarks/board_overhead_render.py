@@ -117,6 +117,7 @@ def render(result: dict[str, Any]) -> str:
         if result.get("quick")
         else ""
     )
+    big_skipped = "" if "big" in result["figures"] else "; not run this time: `--skip-big`"
     return f"""## Board overhead beside sparkmonitor (`benchmarks/board_overhead.py`)
 
 What watching Spark jobs from a frontend costs. Three real kernels, each with its own
@@ -134,7 +135,7 @@ Jobs, all JVM-only:
 
 - tasks job ({sizes["tasks"]:,} tasks): `{jobs["tasks"]}`
 - CPU job: `{jobs["cpu"]}`
-- big job ({sizes["big_tasks"]:,} tasks, once per kernel{"" if "big" in result["figures"] else "; not run this time (`--skip-big`)"}): `{jobs["big"]}`
+- big job ({sizes["big_tasks"]:,} tasks, once per kernel{big_skipped}): `{jobs["big"]}`
 
 Wall time is the cell's, from execute_request to the idle status; CPU is user + system
 of the kernel and its JVM over the cell; messages are what the monitor's comm sent on
