@@ -3,7 +3,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { KernelBoardConnection, RequestTimeout } from '../src/connection';
 import { COMM_TARGET, CONTROL_REQUEST } from '../src/messages';
 import { SidebarModel } from '../src/model';
-import { FakeKernel } from './fakes';
+import { FakeFuture, FakeKernel } from './fakes';
+import type { Board } from '../src/protocol';
 import { board, group } from './fixtures';
 
 function setup() {
@@ -15,6 +16,17 @@ function setup() {
     cancelTimeoutMs: 5000
   });
   return { kernel, model, connection };
+}
+
+/** The kernel answers a `list` request (the probe, a refresh) with `answer`. */
+function replyList(future: FakeFuture, answer: Board): void {
+  future.reply({
+    version: 1,
+    status: 'ok',
+    action: 'list',
+    request_id: null,
+    board: answer
+  });
 }
 
 async function flush(): Promise<void> {
@@ -41,13 +53,7 @@ describe('KernelBoardConnection', () => {
     expect(probe.msg.header.session).toBe('client-1');
     expect(probe.msg.content).toMatchObject({ version: 1, action: 'list' });
 
-    probe.reply({
-      version: 1,
-      status: 'ok',
-      action: 'list',
-      request_id: null,
-      board: board()
-    });
+    replyList(probe, board());
     await started;
     expect(model.status).toBe('ready');
     expect(kernel.comms).toHaveLength(1);
@@ -67,13 +73,7 @@ describe('KernelBoardConnection', () => {
   it('applies board patches, and asks for the whole board after a missed one', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
-    kernel.futures[0].reply({
-      version: 1,
-      status: 'ok',
-      action: 'list',
-      request_id: null,
-      board: board({ seq: 1 })
-    });
+    replyList(kernel.futures[0], board({ seq: 1 }));
     await started;
     const comm = kernel.comms[0];
     const patch = {
@@ -95,13 +95,7 @@ describe('KernelBoardConnection', () => {
     const refresh = kernel.futures[1];
     expect(refresh.msg.channel).toBe('control');
     expect(refresh.msg.content).toMatchObject({ action: 'list' });
-    refresh.reply({
-      version: 1,
-      status: 'ok',
-      action: 'list',
-      request_id: null,
-      board: board({ seq: 9, groups: [] })
-    });
+    replyList(refresh, board({ seq: 9, groups: [] }));
     await flush();
     expect(model.board?.seq).toBe(9);
     expect(model.board?.groups).toEqual([]);
@@ -124,13 +118,7 @@ describe('KernelBoardConnection', () => {
         commsOverSubshells: 'perCommTarget'
       });
     const started = connection.start();
-    kernel.futures[0].reply({
-      version: 1,
-      status: 'ok',
-      action: 'list',
-      request_id: null,
-      board: board()
-    });
+    replyList(kernel.futures[0], board());
     await started;
     await flush();
     expect(kernel.comms[0].opened).toHaveLength(0);
@@ -168,13 +156,7 @@ describe('KernelBoardConnection', () => {
       content: { execution_state: 'idle' }
     });
     expect(kernel.futures).toHaveLength(2);
-    kernel.futures[1].reply({
-      version: 1,
-      status: 'ok',
-      action: 'list',
-      request_id: null,
-      board: board()
-    });
+    replyList(kernel.futures[1], board());
     await flush();
     expect(model.status).toBe('ready');
   });
@@ -199,13 +181,7 @@ describe('KernelBoardConnection', () => {
   it('cancels on the control channel and keeps the overlay until the board says otherwise', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
-    kernel.futures[0].reply({
-      version: 1,
-      status: 'ok',
-      action: 'list',
-      request_id: null,
-      board: board()
-    });
+    replyList(kernel.futures[0], board());
     await started;
 
     const cancelled = connection.cancel({ groups: ['etl:12'] });
@@ -240,13 +216,7 @@ describe('KernelBoardConnection', () => {
   it('cancels a session and shows an unanswered cancel as an error', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
-    kernel.futures[0].reply({
-      version: 1,
-      status: 'ok',
-      action: 'list',
-      request_id: null,
-      board: board()
-    });
+    replyList(kernel.futures[0], board());
     await started;
 
     const cancelled = connection.cancel({ session: 'etl' });
@@ -264,13 +234,7 @@ describe('KernelBoardConnection', () => {
   it('closes the comm on dispose and ignores later pushes', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
-    kernel.futures[0].reply({
-      version: 1,
-      status: 'ok',
-      action: 'list',
-      request_id: null,
-      board: board()
-    });
+    replyList(kernel.futures[0], board());
     await started;
     const comm = kernel.comms[0];
     connection.dispose();
@@ -289,13 +253,7 @@ async function subscribed() {
     addTimeoutMs: 120000
   });
   const started = connection.start();
-  kernel.futures[0].reply({
-    version: 1,
-    status: 'ok',
-    action: 'list',
-    request_id: null,
-    board: board()
-  });
+  replyList(kernel.futures[0], board());
   await started;
   return { kernel, model, connection, comm: kernel.comms[0] };
 }
