@@ -96,6 +96,7 @@ def load_ipython_extension(ip: Any) -> None:
     # kernel never uses gRPC across a fork, so the handlers are off (read at import).
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     from .cell_errors import CancelledCellErrors
+    from .cell_progress import CellProgressViews
     from .cell_tagging import CellJobTagging
     from .interrupt import CellInterrupts
     from .kernel_lifecycle import call_once_at_shutdown
@@ -120,9 +121,11 @@ def load_ipython_extension(ip: Any) -> None:
     ip.register_magics(SparkSessionMagics(ip, registry, tagging))
     tagging.register()
     interrupts.register()  # after tagging: a cell's tags are pushed first
+    progress = CellProgressViews(ip, registry, tagging)
+    progress.register()  # after tagging: it counts the cell
     # Release sessions and stop a context this project started when the kernel exits.
     call_once_at_shutdown(ip, registry.shutdown)
-    _loaded[id(ip)] = (tagging, interrupts)
+    _loaded[id(ip)] = (tagging, interrupts, progress)
 
 
 def unload_ipython_extension(ip: Any) -> None:

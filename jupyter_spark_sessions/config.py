@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from traitlets import Dict, Enum, Float, Int, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, Unicode
 from traitlets.config import Configurable
 
 from .session_root import KernelRoot, remove_dead_kernel_folders
@@ -98,6 +98,13 @@ class SparkSessionsConfig(Configurable):
         0.25,
         help="Seconds between two reads of Spark's job status while jobs run (the job "
         "board's refresh rate).",
+    ).tag(config=True)
+
+    cell_progress = Bool(
+        True,
+        help="Show a live view of a cell's Spark jobs under the cell while it runs, and "
+        "a one-line summary when it ends (`%spark_session progress off` turns it off "
+        "for the kernel).",
     ).tag(config=True)
 
     idle_poll_interval = Float(

@@ -75,3 +75,27 @@ def wrap_showtraceback(shell: Any, show: ErrorShower) -> None:
         return original(exc_tuple, *args, **kwargs)
 
     shell.showtraceback = showtraceback
+
+
+def cell_parent(shell: Any) -> dict[str, Any] | None:
+    """The header of the request running the current cell (None outside a kernel):
+    what an output sent later from another thread must name to land under it."""
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None or not hasattr(kernel, "get_parent"):
+        return None
+    parent = kernel.get_parent("shell")
+    return parent if isinstance(parent, dict) and parent.get("header") else None
+
+
+def publish_display(
+    shell: Any, parent: dict[str, Any], data: dict[str, Any], display_id: str, update: bool
+) -> None:
+    """Send ``display_data`` (``update_display_data`` when ``update``) with ``data`` as
+    the output of the request ``parent``, from any thread. IPython's ``display`` takes
+    the parent from the calling thread's context, which a background thread lacks."""
+    publisher = shell.display_pub
+    content = {"data": data, "metadata": {}, "transient": {"display_id": display_id}}
+    msg_type = "update_display_data" if update else "display_data"
+    publisher.session.send(
+        publisher.pub_socket, msg_type, content, parent=parent, ident=publisher.topic
+    )

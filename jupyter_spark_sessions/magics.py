@@ -55,6 +55,7 @@ _EXAMPLES = {
     "jobs": "%spark_session jobs etl",
     "cancel": "%spark_session cancel etl:12",
     "panel": "%spark_session panel",
+    "progress": "%spark_session progress off",
     "restart": "%spark_session restart",
     "reconnect": "%spark_session reconnect remote1",
 }
@@ -183,6 +184,14 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
         "panel",
         "Show a live panel of sessions and job groups, with progress bars and Cancel buttons.",
     )
+
+    progress = add(
+        "progress",
+        "Turn the live view of a cell's Spark jobs under each running cell on or off for "
+        "this kernel (default: SparkSessionsConfig.cell_progress); without a value, say "
+        "which it is.",
+    )
+    progress.add_argument("switch", metavar="on|off", nargs="?", choices=("on", "off"))
 
     add(
         "restart",
@@ -398,6 +407,13 @@ class SparkSessionMagics(Magics):
         if info.disconnected:
             fields.append(("state", info.disconnected))
         print("\n".join(f"{k:<13} {v}" for k, v in fields))
+
+    def _cmd_progress(self, args: argparse.Namespace) -> None:
+        config = self.registry.config
+        if args.switch is not None:
+            config.cell_progress = args.switch == "on"
+        state = "on" if config.cell_progress else "off"
+        print(f"In-cell progress is {state} (from the next cell).")
 
     def _cmd_stop(self, args: argparse.Namespace) -> None:
         managed = self.registry.get(args.name)

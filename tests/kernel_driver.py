@@ -33,6 +33,8 @@ class CellResult:
     traceback: list[str] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)
     payload: list[dict[str, Any]] = field(default_factory=list)
+    #: display_data and update_display_data messages: (msg_type, content), in order.
+    displays: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def usage_error(self) -> str:
@@ -135,6 +137,8 @@ class Kernel:
                 result.traceback = content["traceback"]
             elif kind == "execute_result":
                 result.results.append(content["data"])
+            elif kind in ("display_data", "update_display_data"):
+                result.displays.append((kind, content))
             elif kind == "status" and content["execution_state"] == "idle":
                 break
         reply = self.client.get_shell_msg(timeout=30)

@@ -89,3 +89,15 @@ def test_add_control_handler_fills_the_table() -> None:
     kernel = FakeKernel()
     ipykernel_internals.add_control_handler(kernel, "x_request", handler)
     assert kernel.control_handlers["x_request"] is handler
+
+
+def test_a_display_can_be_sent_for_a_cell_from_another_thread() -> None:
+    # publish_display sends through the display publisher's session, socket and topic,
+    # naming the cell's request as parent; cell_parent reads it with Kernel.get_parent.
+    from ipykernel.zmqshell import ZMQDisplayPublisher
+
+    traits = ZMQDisplayPublisher.class_trait_names()
+    assert {"session", "pub_socket", "topic"} <= set(traits), traits
+    assert "channel" in inspect.signature(Kernel.get_parent).parameters
+    publish = inspect.getsource(ZMQDisplayPublisher.publish)
+    assert "self.session.send(" in publish and "self.pub_socket" in publish, publish

@@ -9,7 +9,7 @@
 /**
  * The request protocol of jupyter_spark_sessions, version 1: every message on every channel (control channel, comm, REST relay). The one definition of the protocol: protocol.py enforces it, tests/test_protocol_schema.py checks the kernel's replies and board against it, and labextension/src/protocol.ts is generated from it. docs/protocol.md explains it.
  */
-export type ProtocolMessage = Request | Reply | CommMessage;
+export type ProtocolMessage = Request | Reply | CommMessage | CellProgress;
 /**
  * A request, whatever the channel. Unknown fields are errors.
  */
@@ -474,4 +474,67 @@ export interface BoardPatchMessage {
   order?: string[];
   other_running_jobs: number;
   error: string;
+}
+/**
+ * The in-cell progress view: the data of the `application/vnd.jupyter-spark-sessions.cell+json` output the kernel shows under a cell running Spark jobs, replaced by update_display_data as the board changes (not a message on a channel). `final`: the cell ended and this is its summary.
+ */
+export interface CellProgress {
+  version: Version;
+  /**
+   * The cell's execution count (In [N]).
+   */
+  cell: number;
+  final: boolean;
+  groups: CellProgressGroup[];
+}
+/**
+ * One job group of the cell (one per session it ran jobs in), as the view shows it.
+ */
+export interface CellProgressGroup {
+  id: Name;
+  session: Name;
+  /**
+   * A group's state as Spark reported it (cancelling: asked, jobs not ended yet; lost: its driver or Connect server went away before its jobs ended).
+   */
+  state:
+    'running' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled' | 'lost';
+  description: string;
+  jobs: number;
+  jobs_running: number;
+  tasks: {
+    total: number;
+    done: number;
+    active: number;
+    failed: number;
+  };
+  /**
+   * The latest running job, or null.
+   */
+  job: {
+    id: number;
+    name: string;
+  } | null;
+  /**
+   * That job's latest running stage, or null.
+   */
+  stage: {
+    id: number;
+    name: string;
+    total: number;
+    done: number;
+    active: number;
+  } | null;
+  submitted_at: Timestamp | null;
+  /**
+   * Seconds from the first job's submission to the last one's end (or now).
+   */
+  elapsed: number;
+  /**
+   * The session's Spark UI address ("" when it has none).
+   */
+  ui_url: string;
+  /**
+   * A Cancel can still stop something: the group runs jobs, or its cell still runs.
+   */
+  cancellable: boolean;
 }

@@ -1,0 +1,139 @@
+"""The in-cell progress view's renderings (pure): what a running cell and an ended one
+show in each mime type, and that the rich data follows protocol.schema.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_protocol_schema import errors, wire
+
+from jupyter_spark_sessions.cell_progress import (
+    INTERRUPT_HINT,
+    MIME_TYPE,
+    cell_groups,
+    render,
+)
+from jupyter_spark_sessions.snapshot import (
+    BoardSnapshot,
+    GroupView,
+    JobView,
+    SessionView,
+    StageView,
+    TaskCounts,
+)
+
+NOW = 1_000.0
+
+
+def job(job_id: int, status: str, done: int, total: int, active: int = 0) -> JobView:
+    stages = (
+        (StageView(id=job_id * 10, name="count", attempt=0, tasks=TaskCounts(total, active, done)),)
+        if status == "RUNNING"
+        else ()
+    )
+    return JobView(
+        id=job_id,
+        name=f"count at In [4] line {job_id + 2}",
+        status=status,
+        submitted_at=NOW - 12,
+        completed_at=None if status == "RUNNING" else NOW - 1,
+        tasks=TaskCounts(total=total, active=active, completed=done),
+        stage_ids=(job_id * 10,),
+        stages=stages,
+    )
+
+
+def group(jobs: tuple[JobView, ...], state: str, cell_running: bool, count: int = 4) -> GroupView:
+    tasks = TaskCounts()
+    for j in jobs:
+        tasks = tasks + j.tasks
+    ended = not any(j.running for j in jobs)
+    return GroupView(
+        id=f"a:{count}",
+        session="a",
+        execution_count=count,
+        description="spark.range(20000).count()",
+        state=state,  # type: ignore[arg-type]
+        cell_running=cell_running,
+        submitted_at=NOW - 12,
+        completed_at=NOW - 1 if ended else None,
+        cancel_requested_at=None,
+        tasks=tasks,
+        tasks_still_running=0,
+        jobs=jobs,
+    )
+
+
+def session() -> SessionView:
+    return SessionView(
+        name="a",
+        origin="created",
+        backend="classic",
+        master="local[2]",
+        session_id="s-1",
+        isolated=True,
+        directory="/tmp/a",
+        ui_url="http://127.0.0.1:4040",
+    )
+
+
+def snapshot(*groups: GroupView) -> BoardSnapshot:
+    return BoardSnapshot(seq=1, updated_at=NOW, sessions=(session(),), groups=groups)
+
+
+def bundle(g: GroupView, final: bool) -> dict[str, Any]:
+    return render(4, [g], snapshot(g), final, NOW)
+
+
+def test_a_running_cell_shows_its_job_stage_tasks_and_how_to_cancel() -> None:
+    running = group((job(0, "SUCCEEDED", 8, 8), job(1, "RUNNING", 1200, 20000, 2)), "running", True)
+    shown = bundle(running, final=False)
+    assert shown["text/plain"] == (
+        "a:4 running · job 1 count at In [4] line 3 · stage 10 1,200/20,000 · "
+        "1,208/20,008 tasks (2 running) · 12 s\n" + INTERRUPT_HINT
+    )
+    assert '<progress value="1208" max="20008"></progress>' in shown["text/html"]
+    data = shown[MIME_TYPE]
+    assert data["final"] is False and data["cell"] == 4
+    (entry,) = data["groups"]
+    assert entry["cancellable"] and entry["job"] == {"id": 1, "name": "count at In [4] line 3"}
+    assert entry["stage"] == {"id": 10, "name": "count", "total": 20000, "done": 1200, "active": 2}
+    assert entry["ui_url"] == "http://127.0.0.1:4040"
+    assert errors(wire(data), "CellProgress") == []
+
+
+def test_between_two_jobs_of_a_running_cell_the_group_still_reads_running() -> None:
+    between = group((job(0, "SUCCEEDED", 8, 8),), "succeeded", cell_running=True)
+    shown = bundle(between, final=False)
+    (entry,) = shown[MIME_TYPE]["groups"]
+    assert entry["state"] == "running" and entry["cancellable"]
+    assert shown["text/plain"].startswith("a:4 running · 8/8 tasks")
+
+
+def test_the_end_is_one_summary_line_per_group_without_bar_or_hint() -> None:
+    ended = group(
+        (job(0, "SUCCEEDED", 8, 8), job(1, "SUCCEEDED", 20000, 20000)), "succeeded", False
+    )
+    shown = bundle(ended, final=True)
+    assert shown["text/plain"] == "a:4 succeeded · 2 jobs · 20,008/20,008 tasks · 11.0 s"
+    assert "<progress" not in shown["text/html"] and INTERRUPT_HINT not in shown["text/html"]
+    (entry,) = shown[MIME_TYPE]["groups"]
+    assert not entry["cancellable"] and shown[MIME_TYPE]["final"] is True
+    assert errors(wire(shown[MIME_TYPE]), "CellProgress") == []
+
+
+def test_a_cancelled_group_says_so_and_a_thread_still_running_is_named() -> None:
+    cancelled = group((job(0, "FAILED", 3, 8),), "cancelled", False)
+    assert bundle(cancelled, final=True)["text/plain"].startswith("a:4 cancelled · 1 job · 3/8")
+    still = group((job(0, "RUNNING", 3, 8, 1),), "running", False)
+    assert bundle(still, final=True)["text/plain"].endswith(
+        "still running after the cell (the sidebar follows it)"
+    )
+
+
+def test_only_the_cells_own_groups_with_jobs_are_shown() -> None:
+    mine = group((job(0, "RUNNING", 1, 8, 1),), "running", True, count=4)
+    other = group((job(1, "RUNNING", 1, 8, 1),), "running", True, count=5)
+    empty = group((), "running", True, count=4)
+    board = snapshot(mine, other, empty)
+    assert [g.id for g in cell_groups(board, 4)] == ["a:4"]

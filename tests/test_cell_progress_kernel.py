@@ -1,0 +1,154 @@
+"""The in-cell progress view through real kernels and real Spark: it appears under a
+cell running jobs and advances, ends as one summary line, shows nothing for cells
+without jobs or when turned off, and a notebook run by nbclient keeps only the
+summary."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from conftest import SPARK_TEST_CONF, start_extension_kernel
+from nbclient import NotebookClient
+from test_job_board_kernel import request, wait_for_group
+from test_protocol_schema import errors
+
+from jupyter_spark_sessions.cell_progress import INTERRUPT_HINT, MIME_TYPE
+from kernel_driver import KERNEL_NAME, CellResult, Kernel, _write_kernelspec
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+# About 5 s on local[2]: 16 tasks of 0.6 s, so the view sees tasks move.
+SLOW_JOB = """from pyspark.sql.functions import udf
+@udf("long")
+def _slow(x):
+    import time
+    time.sleep(0.6)
+    return x
+spark.range(0, 16, 1, 16).select(_slow("id")).count()"""
+
+# One task sleeping for minutes: the cell stays busy until cancelled.
+LONG_JOB = """from pyspark.sql.functions import udf
+@udf("long")
+def _sleepy(x):
+    import time
+    time.sleep(120)
+    return x
+spark.range(0, 2, 1, 1).select(_sleepy("id")).collect()"""
+
+SUMMARY = re.compile(r"^a:(\d+) (\w+) · (\d+) jobs? · ([\d,]+)/([\d,]+) tasks(?: .*)? · [\d.]+ s$")
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    k = start_extension_kernel(tmp_path_factory, SPARK_TEST_CONF)
+    k.ok("%spark_session create a\n%spark_session use a")
+    yield k
+    k.shutdown()
+
+
+def views(result: CellResult) -> list[tuple[str, dict[str, Any]]]:
+    """The cell's in-cell view messages: (msg_type, bundle), in order."""
+    return [(kind, c["data"]) for kind, c in result.displays if MIME_TYPE in c["data"]]
+
+
+def test_a_cell_running_jobs_shows_progress_that_advances_then_one_summary(kernel: Kernel) -> None:
+    result = kernel.ok(SLOW_JOB)
+    shown = views(result)
+    kinds = [kind for kind, _ in shown]
+    assert kinds[0] == "display_data" and set(kinds[1:]) == {"update_display_data"}, kinds
+    ids = {c["transient"]["display_id"] for _, c in result.displays}
+    assert len(ids) == 1  # one output, updated in place
+    done = [sum(g["tasks"]["done"] for g in b[MIME_TYPE]["groups"]) for _, b in shown]
+    assert len(set(done)) >= 3, done  # it moved while the cell ran
+    assert done == sorted(done)
+    running = [b for _, b in shown if not b[MIME_TYPE]["final"]]
+    assert any(INTERRUPT_HINT in b["text/plain"] for b in running)
+    assert any("running" in b["text/plain"].splitlines()[0] for b in running)
+    last = shown[-1][1]
+    assert last[MIME_TYPE]["final"] is True
+    assert errors(last[MIME_TYPE], "CellProgress") == []
+    match = SUMMARY.match(last["text/plain"])
+    assert match, last["text/plain"]
+    assert int(match.group(1)) == result.execution_count
+    assert match.group(2) == "succeeded" and match.group(4) == match.group(5) != "0"
+    assert INTERRUPT_HINT not in last["text/plain"] and "<progress" not in last["text/html"]
+
+
+def test_cells_without_jobs_and_cells_with_the_view_off_show_nothing(kernel: Kernel) -> None:
+    assert views(kernel.ok("x = 1")) == []
+    assert views(kernel.ok("import time\ntime.sleep(0.5)")) == []
+    switched = kernel.ok("%spark_session progress off")
+    assert switched.stdout == "In-cell progress is off (from the next cell).\n"
+    try:
+        assert views(kernel.ok(SLOW_JOB)) == []
+    finally:
+        kernel.ok("%spark_session progress on")
+    assert views(kernel.ok(SLOW_JOB))
+
+
+def test_a_cancel_from_the_view_ends_the_cell_and_its_summary_says_cancelled(
+    kernel: Kernel,
+) -> None:
+    busy = kernel.client.execute(LONG_JOB)
+    group = wait_for_group(
+        kernel, lambda g: g["session"] == "a" and g["state"] == "running" and g["tasks"]["active"]
+    )
+    reply, _ = request(
+        kernel, {"version": 1, "action": "cancel", "groups": [group["id"]], "source": "cell"}
+    )
+    assert reply["cancelling"] == [group["id"]], reply
+    result = kernel.collect(busy, timeout=60)
+    assert result.error_value.endswith("were cancelled from the cell's progress view."), (
+        result.error_value
+    )
+    last = views(result)[-1][1]
+    assert last[MIME_TYPE]["final"] is True
+    assert last["text/plain"].startswith(f"{group['id']} cancelled · 1 job"), last["text/plain"]
+
+
+def test_a_notebook_run_by_nbclient_keeps_only_the_summary_line(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    profile = tmp_path_factory.mktemp("ipython")
+    (profile / "profile_default").mkdir()
+    (profile / "profile_default" / "ipython_config.py").write_text(SPARK_TEST_CONF)
+    specs = tmp_path_factory.mktemp("kernelspecs")
+    _write_kernelspec(specs)
+    cells = [
+        "%load_ext jupyter_spark_sessions\n%spark_session create a\n%spark_session use a",
+        SLOW_JOB,
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    env = dict(
+        os.environ,
+        IPYTHONDIR=str(profile),
+        JUPYTER_PATH=str(specs),
+        PYSPARK_PYTHON=sys.executable,
+    )
+    old_path = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(specs)  # where nbclient finds the kernelspec
+    try:
+        client = NotebookClient(notebook, timeout=300, kernel_name=KERNEL_NAME)
+        client.execute(env=env, cwd=str(tmp_path_factory.mktemp("cwd")))
+    finally:
+        if old_path is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = old_path
+    outputs = notebook.cells[1].outputs
+    ours = [o for o in outputs if MIME_TYPE in o.get("data", {})]
+    assert len(ours) == 1, outputs  # one output, not one per update
+    (view,) = ours
+    assert SUMMARY.match(view["data"]["text/plain"]), view["data"]["text/plain"]
+    assert view["data"][MIME_TYPE]["final"] is True
+    saved = Path(tmp_path_factory.mktemp("saved")) / "run.ipynb"
+    nbformat.write(notebook, saved)
+    assert saved.read_text().count("update_display_data") == 0
+    assert saved.read_text().count(INTERRUPT_HINT) == 0
