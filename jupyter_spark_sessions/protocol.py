@@ -188,7 +188,8 @@ def board_patch(sent: dict[str, Any], board: dict[str, Any]) -> dict[str, Any]:
         "seq": board["seq"],
         "base_seq": sent["seq"],
         "updated_at": board["updated_at"],
-        "groups": [g for g in board["groups"] if before.get(g["id"]) != g],
+        # Unchanged groups are the very dicts sent before (GroupView.as_dict).
+        "groups": [g for g in board["groups"] if not _same(before.get(g["id"]), g)],
         "removed_groups": [gid for gid in before if gid not in set(now)],
         "other_running_jobs": board["other_running_jobs"],
         "error": board["error"],
@@ -198,6 +199,10 @@ def board_patch(sent: dict[str, Any], board: dict[str, Any]) -> dict[str, Any]:
     if _patched_order(list(before), patch) != now:  # a group first shown late
         patch["order"] = now
     return patch
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or a == b
 
 
 def apply_board_patch(board: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from typing import Any, Literal
 
 from . import job_tags
@@ -106,6 +107,13 @@ class GroupView:
     def finished(self) -> bool:
         return self.state in FINAL_STATES and not self.cell_running
 
+    @cached_property
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (the protocol's ``Group``), made once per view: the
+        board reuses unchanged views from poll to poll, and so each push reuses their
+        data. Never change the dict: it is shared."""
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class FileView:
@@ -153,8 +161,16 @@ class BoardSnapshot:
         return next((g for g in self.groups if g.id == group_id), None)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (the protocol's ``board`` object)."""
-        return asdict(self)
+        """Plain JSON-ready data (the protocol's ``board`` object); its groups' data
+        is shared with earlier boards' (see ``GroupView.as_dict``)."""
+        return {
+            "seq": self.seq,
+            "updated_at": self.updated_at,
+            "sessions": tuple(asdict(s) for s in self.sessions),
+            "groups": tuple(g.as_dict for g in self.groups),
+            "other_running_jobs": self.other_running_jobs,
+            "error": self.error,
+        }
 
 
 # -- parsing Spark's JobData -----------------------------------------------------------
