@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import MagicArgumentParser
 from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 
-from . import protocol
+from . import protocol, spark_ui
 from .artifacts import AddResult
 from .cell_tagging import CellJobTagging
 from .errors import ConfError, SparkSessionsError
@@ -311,6 +312,20 @@ def _group_row(group: GroupView, now: float) -> list[object]:
     return [group.id, state, jobs, task_text, elapsed, group.description]
 
 
+def _ui_text(info: SessionView) -> str:
+    """The session's Spark UI: its address, and its path through the Jupyter server
+    (which works when the browser cannot reach the driver's port)."""
+    if not info.ui_url:
+        if info.backend == "connect":
+            return f"not linked: {spark_ui.CONNECT_REMOTE_REASON}"
+        return "off"
+    path = spark_ui.jobs_path(info.ui_url)
+    if path is None:
+        return f"{info.ui_url} ({spark_ui.no_link_reason(info.ui_url)})"
+    through = spark_ui.join_base_url(spark_ui.base_url_from_environ(os.environ), path)
+    return f"{info.ui_url}, through the Jupyter server: {through}"
+
+
 def _print_problems(sessions: Sequence[SessionView]) -> None:
     # One line per session that cannot work now, with the way out.
     for info in sessions:
@@ -402,7 +417,7 @@ class SparkSessionMagics(Magics):
             ("running jobs", info.running_jobs),
             ("directory", info.directory),
             ("files", len(self.registry.files(args.name))),
-            ("spark ui", info.ui_url or ("off" if info.backend == "classic" else "the server's")),
+            ("spark ui", _ui_text(info)),
         ]
         if info.disconnected:
             fields.append(("state", info.disconnected))

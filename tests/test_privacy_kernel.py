@@ -173,10 +173,10 @@ def context_conf(kernel: Kernel, key: str) -> Any:
 
 
 def ui_address(kernel: Kernel, session: str) -> str:
-    """The UI address `info` shows."""
+    """The UI address `info` shows (before its path through the Jupyter server)."""
     out = kernel.ok(f"%spark_session info {session}").stdout
     line = next(line for line in out.splitlines() if line.startswith("spark ui"))
-    return line.split(None, 2)[2]
+    return line.split(None, 2)[2].split(",")[0]
 
 
 # -- files ----------------------------------------------------------------------------

@@ -85,6 +85,9 @@ class Endpoint:
     url: str
     host: str
     port: int
+    #: The server's Spark UI, when the server is this kernel's (``--remote local``); a
+    #: remote server's UI runs on its machine and Connect does not say where.
+    ui_url: str = ""
 
     @property
     def display(self) -> str:
@@ -159,6 +162,13 @@ class LocalConnectServer:
             "spark.connect.grpc.binding.address": "localhost",
             "spark.connect.grpc.binding.port": str(port),
         }
+        # The UI on a port chosen here, so that the views can link it (through the
+        # Jupyter server: spark_ui.py); the user's own port wins.
+        ui_url = ""
+        if conf.get("spark.ui.enabled", "true").lower() != "false":
+            ui_port = int(conf.get("spark.ui.port", "0") or 0) or _free_port()
+            conf["spark.ui.port"] = str(ui_port)
+            ui_url = f"http://127.0.0.1:{ui_port}"
         command = [os.path.join(spark_home, "bin", "spark-submit"), "--class", _SERVER_CLASS]
         command += ["--master", self.master, "--name", "jupyter_spark_sessions Connect"]
         for key, value in conf.items():
@@ -183,7 +193,9 @@ class LocalConnectServer:
                 start_new_session=True,  # an Interrupt of the kernel must not reach it
                 preexec_fn=_die_with_parent_hook(),
             )
-        endpoint = Endpoint(f"sc://localhost:{port}/;token={self._token}", "localhost", port)
+        endpoint = Endpoint(
+            f"sc://localhost:{port}/;token={self._token}", "localhost", port, ui_url
+        )
         deadline = time.monotonic() + self._start_timeout
         while reachable(endpoint, 0.5):
             if self._process.poll() is not None:
@@ -583,7 +595,7 @@ class ConnectBackend:
         return f"Session '{self.name}' is unusable: {problem}." if problem else ""
 
     def ui_url(self) -> str:
-        return ""  # the server's UI, if any, is the server's to show
+        return self.endpoint.ui_url  # a local server's; a remote one's is not known
 
     def problem(self) -> str:
         # A TCP check at most every ``recheck_seconds`` (cheap, bounded), plus what the

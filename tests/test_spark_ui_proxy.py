@@ -1,0 +1,277 @@
+"""The Spark UI link through the Jupyter server: a real ``jupyter server`` (with a
+JupyterHub-like base URL and a token) starts a real kernel; a managed session runs a
+job; the link built from what the board reports (the session's ``ui_url``, the group's
+job id) opens that job's page through jupyter-server-proxy, with every asset and link
+of the page, and nothing without the token."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import free_port
+
+from jupyter_spark_sessions import spark_ui
+from kernel_driver import Kernel
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+#: What a JupyterHub single-user server's base URL looks like: links must not assume "/".
+BASE_URL = "/user/tester/"
+
+#: The kernel's Spark: the UI on (the other tests turn it off), on a port Spark picks.
+KERNEL_CONFIG = (
+    "c.SparkSessionsConfig.default_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'true', 'spark.ui.port': '0', "
+    "'spark.ui.showConsoleProgress': 'false'}\n"
+)
+
+RELAY = "jupyter-spark-sessions/api/kernels/{}/requests"
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+class JupyterServer:
+    """``jupyter server`` on 127.0.0.1 under ``BASE_URL``, with a random token; its
+    kernels' connection files in ``runtime_dir``."""
+
+    def __init__(self, base: Path) -> None:
+        self.token = secrets.token_hex(16)
+        self.port = free_port()
+        self.runtime_dir = base / "runtime"
+        (base / "root").mkdir()
+        profile = base / "ipython" / "profile_default"
+        profile.mkdir(parents=True)
+        (profile / "ipython_config.py").write_text(KERNEL_CONFIG)
+        env = dict(
+            os.environ,
+            IPYTHONDIR=str(base / "ipython"),
+            JUPYTER_RUNTIME_DIR=str(self.runtime_dir),
+            PYSPARK_PYTHON=sys.executable,
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "server",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            f"--ServerApp.base_url={BASE_URL}",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={base / 'root'}",
+        ]
+        if os.getuid() == 0:
+            command.append("--allow-root")
+        self.log_path = base / "jupyter-server.log"
+        self._log = open(self.log_path, "w")  # noqa: SIM115
+        self.process = subprocess.Popen(command, env=env, stdout=self._log, stderr=self._log)
+        deadline = time.monotonic() + 90
+        while self.request("GET", "api/status", fail_ok=True).status != 200:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"jupyter server did not start: see {self.log_path}")
+            time.sleep(0.5)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        token: str | None = "",
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        fail_ok: bool = False,
+    ) -> Reply:
+        """One HTTP request to ``path`` (under the base URL, or absolute when it starts
+        with "/"), with the server's token unless ``token`` is None; redirects are not
+        followed."""
+        target = path if path.startswith("/") else spark_ui.join_base_url(BASE_URL, path)
+        sent = dict(headers or {})
+        if token is not None:
+            sent["Authorization"] = f"token {token or self.token}"
+        data = json.dumps(body).encode() if body is not None else None
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request(method, target, body=data, headers=sent)
+            response = connection.getresponse()
+            return Reply(response.status, response.headers, response.read())
+        except OSError:
+            if fail_ok:
+                return Reply(0, http.client.HTTPMessage(), b"")
+            raise
+        finally:
+            connection.close()
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        reply = self.request(method, path, body=body)
+        assert reply.status in (200, 201, 204), (reply.status, reply.text[:500])
+        return json.loads(reply.body) if reply.body else None
+
+    def stop(self) -> None:
+        for kernel in self.api("GET", "api/kernels"):
+            self.api("DELETE", f"api/kernels/{kernel['id']}")
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._log.close()
+
+
+@dataclass
+class RanJob:
+    server: JupyterServer
+    ui_url: str  # the session's, as the board reports it
+    job: dict[str, Any]  # the cell's last job, as the board reports it
+
+    @property
+    def job_id(self) -> int:
+        return int(self.job["id"])
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RanJob]:
+    server = JupyterServer(tmp_path_factory.mktemp("spark-ui-proxy"))
+    kernel: Kernel | None = None
+    try:
+        kernel_id = server.api("POST", "api/kernels", {"name": "python3"})["id"]
+        connection_file = server.runtime_dir / f"kernel-{kernel_id}.json"
+        # Attach once the server saw the kernel idle: a client that attaches earlier can
+        # miss its first heartbeats on a loaded machine and take it for dead.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            state = server.api("GET", f"api/kernels/{kernel_id}")["execution_state"]
+            if state == "idle" and connection_file.exists():
+                break
+            time.sleep(0.2)
+        kernel = Kernel.attach(str(connection_file))
+        kernel.ok("%load_ext jupyter_spark_sessions\n%spark_session create a")
+        kernel.ok("%%spark_session a\nspark.range(0, 1000, 1, 4).selectExpr('sum(id)').collect()")
+        group, session = _wait_for_group(server, kernel_id)
+        yield RanJob(server, session["ui_url"], group["jobs"][-1])
+    finally:
+        if kernel is not None:
+            kernel.close()
+        server.stop()
+
+
+def _wait_for_group(server: JupyterServer, kernel_id: str) -> tuple[Any, Any]:
+    """The board's finished group of session ``a`` with its jobs, and the session."""
+    deadline = time.monotonic() + 60
+    board: Any = None
+    while time.monotonic() < deadline:
+        reply = server.api("POST", RELAY.format(kernel_id), {"version": 1, "action": "list"})
+        board = reply["board"]
+        done = [
+            g
+            for g in board["groups"]
+            if g["session"] == "a" and g["jobs"] and g["state"] != "running"
+        ]
+        if done:
+            session = next(s for s in board["sessions"] if s["name"] == "a")
+            return done[-1], session
+        time.sleep(0.3)
+    raise AssertionError(f"no finished group of session a: {board}")
+
+
+def _page_urls(html: str) -> set[str]:
+    """Every href and src of a page (HTML-unescaped), fragments and javascript: aside."""
+    found = {u.replace("&amp;", "&") for u in re.findall(r'(?:href|src)="([^"]*)"', html)}
+    return {u for u in found if u and not u.startswith(("#", "javascript:"))}
+
+
+def _proxy_prefix(ui_url: str) -> str:
+    return spark_ui.join_base_url(BASE_URL, f"proxy/{spark_ui.ui_port(ui_url)}")
+
+
+def test_the_board_reports_a_linkable_ui_on_loopback(ran: RanJob) -> None:
+    assert urlsplit(ran.ui_url).hostname == "127.0.0.1", ran.ui_url
+    assert spark_ui.no_link_reason(ran.ui_url) == ""
+
+
+def test_job_link_opens_that_jobs_page_through_the_jupyter_server(ran: RanJob) -> None:
+    path = spark_ui.job_path(ran.ui_url, ran.job_id)
+    assert path is not None
+    reply = ran.server.request("GET", path)
+    assert reply.status == 200, reply.text[:500]
+    assert reply.headers["Content-Type"].startswith("text/html")
+    assert f"Details for Job {ran.job_id}" in reply.text
+    # The page is the board's job: its call site, and exactly its stages.
+    assert ran.job["name"] and ran.job["name"] in reply.text
+    stage_ids = {int(s) for s in re.findall(r"stages/stage/\?id=(\d+)", reply.text)}
+    assert stage_ids == set(ran.job["stage_ids"]), (stage_ids, ran.job["stage_ids"])
+
+
+def test_the_job_pages_links_and_assets_stay_under_the_proxy_and_load(ran: RanJob) -> None:
+    prefix = _proxy_prefix(ran.ui_url)
+    page = ran.server.request("GET", spark_ui.job_path(ran.ui_url, ran.job_id) or "")
+    urls = _page_urls(page.text)
+    # Spark prefixes its links with the X-Forwarded-Context the proxy sends; its scripts
+    # call the REST API under the same root.
+    assert f"setUIRoot('{prefix}')" in page.text
+    outside = sorted(u for u in urls if not u.startswith(prefix + "/"))
+    assert not outside, f"links that leave {prefix}/: {outside}"
+    assets = sorted(u for u in urls if u.startswith(prefix + "/static/"))
+    assert any(u.endswith(".css") for u in assets) and any(u.endswith(".js") for u in assets)
+    # Spark's root ({prefix}/, the logo) redirects to an absolute URL without the
+    # prefix (JettyUtils.createRedirectHandler): left out here, see docs/security.md.
+    links = sorted(u for u in urls if u not in assets and u != prefix + "/")
+    assert any("/stages/stage/" in u for u in links), links
+    for url in [*assets, *links, f"{prefix}/api/v1/applications"]:
+        reply = ran.server.request("GET", url)
+        assert reply.status == 200, (url, reply.status, reply.text[:300])
+        assert reply.body, url
+
+
+def test_jobs_link_opens_the_sessions_jobs_page(ran: RanJob) -> None:
+    reply = ran.server.request("GET", spark_ui.jobs_path(ran.ui_url) or "")
+    assert reply.status == 200, reply.text[:500]
+    assert "Spark Jobs" in reply.text
+    job_link = f"{_proxy_prefix(ran.ui_url)}/jobs/job/?id={ran.job_id}"
+    assert job_link in reply.text.replace("&amp;", "&")
+
+
+def test_without_the_token_the_proxy_serves_nothing_of_the_ui(ran: RanJob) -> None:
+    path = spark_ui.job_path(ran.ui_url, ran.job_id) or ""
+    # A request that is not a page load (a script's, a websocket's, any POST): 403.
+    post = ran.server.request("POST", path, token=None)
+    assert post.status == 403, post.status
+    websocket = ran.server.request(
+        "GET",
+        path,
+        token=None,
+        headers={
+            "Connection": "Upgrade",
+            "Upgrade": "websocket",
+            "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        },
+    )
+    assert websocket.status == 403, websocket.status
+    # A browser's page load without a token or cookie, or with a wrong token, goes to
+    # the server's login page (tornado's web.authenticated); the page is not served.
+    for token in (None, "wrong-token"):
+        page = ran.server.request("GET", path, token=token)
+        assert page.status == 302, page.status
+        assert page.headers["Location"].startswith(f"{BASE_URL}login?next="), page.headers
+        assert "Details for Job" not in page.text and ran.job["name"] not in page.text
