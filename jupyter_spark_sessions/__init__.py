@@ -126,6 +126,10 @@ def load_ipython_extension(ip: Any) -> None:
     # Release sessions and stop a context this project started when the kernel exits.
     call_once_at_shutdown(ip, registry.shutdown)
     _loaded[id(ip)] = (tagging, interrupts, progress)
+    if kernel is not None:  # last: frontends that see it send requests at once
+        from . import kernel_marker
+
+        kernel_marker.advertise(kernel)
 
 
 def unload_ipython_extension(ip: Any) -> None:
@@ -134,3 +138,8 @@ def unload_ipython_extension(ip: Any) -> None:
     if hooks is not None:
         for hook in hooks:
             hook.unregister()
+        kernel = getattr(ip, "kernel", None)
+        if kernel is not None:
+            from . import kernel_marker
+
+            kernel_marker.withdraw(kernel)

@@ -1,12 +1,15 @@
 /**
  * The link between one kernel and the sidebar model: a control-channel probe
- * (`list`), a subscribed comm whose pushes feed the model, and cancel requests
- * on the control channel (answered while the notebook's cell is busy).
+ * (the standard `kernel_info_request`, then `list` when the kernel lists the
+ * extension's marker), a subscribed comm whose pushes feed the model, and
+ * cancel requests on the control channel (answered while the notebook's cell
+ * is busy).
  */
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 
 import { oneLine, replyErrorMessage } from './format';
+import { hasSparkSessionsMarker } from './kernelMarker';
 import {
   COMM_TARGET,
   CONTROL_REQUEST,
@@ -19,7 +22,13 @@ import {
 import { SidebarModel } from './model';
 import type { AddKind, Reply, Request } from './protocol';
 
-/** How long the probe waits for the kernel to answer (ms); no answer => not loaded. */
+/**
+ * How long the kernel_info probe waits (ms). ipykernel answers it on the
+ * control channel within milliseconds, busy or not; a kernel that does not
+ * (not ipykernel) cannot have loaded the extension.
+ */
+export const KERNEL_INFO_TIMEOUT_MS = 1000;
+/** How long the `list` probe of a kernel with the marker waits (ms). */
 export const PROBE_TIMEOUT_MS = 3000;
 /** How long a cancel waits for its answer (ms). */
 export const CANCEL_TIMEOUT_MS = 10000;
@@ -41,22 +50,56 @@ let requestCounter = 0;
 /**
  * Sends one request on the control channel and resolves with the reply's
  * content; rejects with RequestTimeout when none comes in `timeoutMs`.
- * The casts for the custom message type live here only.
  */
-export function sendControlRequest(
+export async function sendControlRequest(
   kernel: Kernel.IKernelConnection,
   content: Request,
   timeoutMs: number
 ): Promise<Reply> {
+  const reply = await sendControlMessage(
+    kernel,
+    CONTROL_REQUEST,
+    content,
+    timeoutMs
+  );
+  if (!isReply(reply)) {
+    throw new Error('The kernel sent a malformed reply.');
+  }
+  return reply;
+}
+
+/**
+ * Sends a `kernel_info_request` on the control channel (ipykernel answers it
+ * there while a cell is busy) and resolves with the reply's content.
+ */
+export function requestKernelInfo(
+  kernel: Kernel.IKernelConnection,
+  timeoutMs: number
+): Promise<unknown> {
+  return sendControlMessage(kernel, 'kernel_info_request', {}, timeoutMs);
+}
+
+/**
+ * Sends one message on the control channel and resolves with its reply's
+ * content; rejects with RequestTimeout when none comes in `timeoutMs`.
+ * The casts for message types JupyterLab does not type on this channel live
+ * here only.
+ */
+function sendControlMessage(
+  kernel: Kernel.IKernelConnection,
+  msgType: string,
+  content: unknown,
+  timeoutMs: number
+): Promise<unknown> {
   const msg = KernelMessage.createMessage({
     channel: 'control',
-    msgType: CONTROL_REQUEST as any,
+    msgType: msgType as any,
     session: kernel.clientId,
     username: kernel.username,
     content: content as any
   }) as unknown as KernelMessage.IControlMessage<any>;
   const future = kernel.sendControlMessage(msg, true, true);
-  return new Promise<Reply>((resolve, reject) => {
+  return new Promise<unknown>((resolve, reject) => {
     let settled = false;
     const timer = setTimeout(() => {
       if (!settled) {
@@ -71,11 +114,7 @@ export function sendControlRequest(
       }
       settled = true;
       clearTimeout(timer);
-      if (isReply(reply)) {
-        resolve(reply);
-      } else {
-        reject(new Error('The kernel sent a malformed reply.'));
-      }
+      resolve(reply);
     };
     // Resolve on the reply itself: `done` also waits for the iopub idle status.
     future.onReply = (reply: KernelMessage.IControlMessage<any>) => {
@@ -96,6 +135,7 @@ export function sendControlRequest(
 
 /** Options of a connection (the timeouts are for tests). */
 export interface IConnectionOptions {
+  kernelInfoTimeoutMs?: number;
   probeTimeoutMs?: number;
   cancelTimeoutMs?: number;
   addTimeoutMs?: number;
@@ -118,6 +158,8 @@ export class KernelBoardConnection implements IDisposable {
     readonly model: SidebarModel,
     options: IConnectionOptions = {}
   ) {
+    this._kernelInfoTimeoutMs =
+      options.kernelInfoTimeoutMs ?? KERNEL_INFO_TIMEOUT_MS;
     this._probeTimeoutMs = options.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
     this._cancelTimeoutMs = options.cancelTimeoutMs ?? CANCEL_TIMEOUT_MS;
     this._addTimeoutMs = options.addTimeoutMs ?? ADD_TIMEOUT_MS;
@@ -130,20 +172,25 @@ export class KernelBoardConnection implements IDisposable {
   }
 
   /**
-   * Probes the kernel with a control `list` (no answer => 'not-loaded'), then
-   * subscribes through the comm. While the extension is not loaded, it probes
-   * again after each cell execution (the user may run `%load_ext`).
+   * Probes the kernel: its kernel_info (on the control channel) says whether
+   * it has loaded the extension; if not, 'not-loaded' at once, else a control
+   * `list`, then the comm subscription. While the extension is not loaded it
+   * probes again after each cell execution (the user may run `%load_ext`).
+   * A call while a probe runs makes that probe run once more if it finds the
+   * extension not loaded (the cell that ended may have loaded it meanwhile).
    */
-  async start(): Promise<void> {
-    if (this._disposed || this._probing) {
-      return;
+  start(): Promise<void> {
+    if (this._disposed) {
+      return Promise.resolve();
     }
-    this._probing = true;
-    try {
-      await this._probe();
-    } finally {
-      this._probing = false;
+    if (this._probing) {
+      this._probeAgain = true;
+      return this._probing;
     }
+    this._probing = this._probeUntilSettled().finally(() => {
+      this._probing = null;
+    });
+    return this._probing;
   }
 
   /**
@@ -249,7 +296,21 @@ export class KernelBoardConnection implements IDisposable {
     }
   }
 
+  private async _probeUntilSettled(): Promise<void> {
+    do {
+      this._probeAgain = false;
+      await this._probe();
+    } while (
+      this._probeAgain &&
+      !this._disposed &&
+      this.model.status === 'not-loaded'
+    );
+  }
+
   private async _probe(): Promise<void> {
+    if (!(await this._kernelListsExtension())) {
+      return;
+    }
     let reply: Reply;
     try {
       reply = await sendControlRequest(
@@ -261,11 +322,7 @@ export class KernelBoardConnection implements IDisposable {
       if (this._disposed) {
         return;
       }
-      if (error instanceof RequestTimeout) {
-        this.model.setStatus('not-loaded');
-      } else {
-        this.model.setStatus('error', errorMessage(error));
-      }
+      this.model.setStatus('error', errorMessage(error));
       return;
     }
     if (this._disposed) {
@@ -279,6 +336,34 @@ export class KernelBoardConnection implements IDisposable {
       this.model.applyBoard(reply.board);
     }
     this._subscribe();
+  }
+
+  /**
+   * Whether the kernel's kernel_info lists the extension's marker; sets
+   * 'not-loaded' (or 'error') when it does not.
+   */
+  private async _kernelListsExtension(): Promise<boolean> {
+    let info: unknown;
+    try {
+      info = await requestKernelInfo(this.kernel, this._kernelInfoTimeoutMs);
+    } catch (error) {
+      if (!this._disposed) {
+        if (error instanceof RequestTimeout) {
+          this.model.setStatus('not-loaded');
+        } else {
+          this.model.setStatus('error', errorMessage(error));
+        }
+      }
+      return false;
+    }
+    if (this._disposed) {
+      return false;
+    }
+    if (!hasSparkSessionsMarker(info)) {
+      this.model.setStatus('not-loaded');
+      return false;
+    }
+    return true;
   }
 
   /** The whole board, asked on the control channel (after a missed push). */
@@ -431,26 +516,35 @@ export class KernelBoardConnection implements IDisposable {
   ): void {
     // Not loaded yet: probe again once a cell has run (it may have been %load_ext).
     if (
-      this.model.status === 'not-loaded' &&
-      msg.header.msg_type === 'status' &&
-      (msg.content as KernelMessage.IStatusMsg['content']).execution_state ===
-        'idle' &&
-      (msg.parent_header as Partial<KernelMessage.IHeader>).msg_type ===
-        'execute_request'
+      isCellEnd(msg) &&
+      (this.model.status === 'not-loaded' || this._probing !== null)
     ) {
       void this.start();
     }
   }
 
   private _disposed = false;
-  private _probing = false;
+  private _probing: Promise<void> | null = null;
+  private _probeAgain = false;
   private _refreshing = false;
   private _comm: Kernel.IComm | null = null;
   private _commOpen = false;
   private _pending = new Map<string, IPending>();
+  private readonly _kernelInfoTimeoutMs: number;
   private readonly _probeTimeoutMs: number;
   private readonly _cancelTimeoutMs: number;
   private readonly _addTimeoutMs: number;
+}
+
+/** Whether an IOPub message says a cell execution ended (busy -> idle). */
+export function isCellEnd(msg: KernelMessage.IIOPubMessage): boolean {
+  return (
+    msg.header.msg_type === 'status' &&
+    (msg.content as KernelMessage.IStatusMsg['content']).execution_state ===
+      'idle' &&
+    (msg.parent_header as Partial<KernelMessage.IHeader>).msg_type ===
+      'execute_request'
+  );
 }
 
 function delay(ms: number): Promise<void> {

@@ -86,3 +86,31 @@ export function formatBytes(bytes: number): string {
   }
   return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
+
+/** A piece of a message: plain text, or code (written between backticks). */
+export interface ITextSpan {
+  text: string;
+  code: boolean;
+}
+
+/**
+ * Splits a message on its backticks, so that `%load_ext x` shows as code
+ * rather than with literal backticks. An unpaired backtick stays text.
+ */
+export function codeSpans(message: string): ITextSpan[] {
+  const spans: ITextSpan[] = [];
+  const pattern = /`([^`]+)`/g;
+  let last = 0;
+  for (const match of message.matchAll(pattern)) {
+    const at = match.index ?? 0;
+    if (at > last) {
+      spans.push({ text: message.slice(last, at), code: false });
+    }
+    spans.push({ text: match[1], code: true });
+    last = at + match[0].length;
+  }
+  if (last < message.length) {
+    spans.push({ text: message.slice(last), code: false });
+  }
+  return spans;
+}

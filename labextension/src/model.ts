@@ -35,6 +35,15 @@ export type SidebarStatus =
 /** The state a group is displayed in: the kernel's, or the local overlay. */
 export type DisplayState = GroupState;
 
+/** How the header names each status. */
+export const STATUS_LABELS: Record<SidebarStatus, string> = {
+  'no-kernel': 'no kernel',
+  connecting: 'connecting',
+  'not-loaded': 'not loaded',
+  ready: 'connected',
+  error: 'error'
+};
+
 /** What the sidebar says instead of the sessions, per status. */
 export const MESSAGES = {
   noKernel: 'Open a notebook to see its Spark sessions.',
@@ -59,6 +68,11 @@ export class SidebarModel {
   /** The kernel's display name, or null when no notebook is current. */
   get kernelName(): string | null {
     return this._kernelName;
+  }
+
+  /** The followed notebook's file name ('' when none). */
+  get notebookName(): string {
+    return this._notebookName;
   }
 
   get status(): SidebarStatus {
@@ -87,13 +101,22 @@ export class SidebarModel {
    * Starts over for a (new or restarted) kernel: no board, no overlays, no
    * error; 'connecting' with a kernel name, 'no-kernel' without.
    */
-  reset(kernelName: string | null): void {
+  reset(kernelName: string | null, notebookName = ''): void {
     this._kernelName = kernelName;
+    this._notebookName = notebookName;
     this._status = kernelName === null ? 'no-kernel' : 'connecting';
     this._board = null;
     this._error = '';
     this._cancelling.clear();
     this._emit();
+  }
+
+  /** The followed notebook was renamed. */
+  setNotebookName(name: string): void {
+    if (name !== this._notebookName) {
+      this._notebookName = name;
+      this._emit();
+    }
   }
 
   /** Sets the status; an 'error' status comes with its message. */
@@ -117,12 +140,6 @@ export class SidebarModel {
   }
 
   /**
-   * Applies a board (from `list`, `subscribe` or a push). A board older than
-   * the current one (lower seq) is ignored. Overlays of groups the board shows
-   * in a non-running state (or no longer shows) are dropped.
-   * Returns whether the board was applied.
-   */
-  /**
    * Applies a pushed patch; false when the board is not the one it applies to
    * (the caller then asks for the whole board).
    */
@@ -131,6 +148,12 @@ export class SidebarModel {
     return board !== null && this.applyBoard(board);
   }
 
+  /**
+   * Applies a board (from `list`, `subscribe` or a push). A board older than
+   * the current one (lower seq) is ignored. Overlays of groups the board shows
+   * in a non-running state (or no longer shows) are dropped.
+   * Returns whether the board was applied.
+   */
   applyBoard(board: Board): boolean {
     if (this._board !== null && board.seq < this._board.seq) {
       return false;
@@ -289,6 +312,7 @@ export class SidebarModel {
   }
 
   private _kernelName: string | null = null;
+  private _notebookName = '';
   private _status: SidebarStatus = 'no-kernel';
   private _board: Board | null = null;
   private _error = '';

@@ -1,7 +1,9 @@
 /**
  * The Spark Sessions sidebar: follows the current notebook's kernel and renders
- * its board (sessions, job groups, per-job progress) with plain DOM.
+ * its board with plain DOM: each session with its timeline and its job groups,
+ * each group's jobs with their running stages, links to Spark's UI.
  */
+import { PageConfig, PathExt } from '@jupyterlab/coreutils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
@@ -9,14 +11,17 @@ import { Widget } from '@lumino/widgets';
 
 import { KernelBoardConnection } from './connection';
 import {
+  codeSpans,
   elapsedSeconds,
   formatBytes,
   formatDuration,
   progress,
   tasksDone
 } from './format';
-import { SidebarModel } from './model';
-import type { Group, Job, Session, SessionFile } from './protocol';
+import { STATUS_LABELS, SidebarModel } from './model';
+import type { Group, Job, Session, SessionFile, Stage } from './protocol';
+import { sparkJobUrl, sparkJobsUrl } from './sparkUi';
+import { renderTimeline } from './timelineView';
 
 /** The id of the Spark Sessions sidebar, shared with the browser tests. */
 export const SIDEBAR_ID = 'jupyter-spark-sessions-sidebar';
@@ -60,6 +65,37 @@ function el<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
+/** Appends a message, its `backticked` parts as <code>. */
+function appendMessage(parent: HTMLElement, message: string): void {
+  for (const span of codeSpans(message)) {
+    parent.appendChild(
+      span.code
+        ? el('code', undefined, span.text)
+        : document.createTextNode(span.text)
+    );
+  }
+}
+
+/** A link that opens in a new tab, without giving that tab this window. */
+function externalLink(
+  href: string,
+  text: string,
+  title: string
+): HTMLAnchorElement {
+  const link = el('a', 'jp-SparkSessions-link', text);
+  link.href = href;
+  link.target = '_blank';
+  link.rel = 'noopener noreferrer';
+  link.title = title;
+  return link;
+}
+
+/** Options of the sidebar (the base URL is for tests). */
+export interface ISidebarOptions {
+  /** The Jupyter server's base URL, where jupyter-server-proxy serves Spark's UI. */
+  baseUrl?: string;
+}
+
 /** The followed kernel, for commands acting on it. */
 export interface ISidebarTarget {
   connection: KernelBoardConnection;
@@ -70,8 +106,13 @@ export interface ISidebarTarget {
 
 /** The sidebar widget. */
 export class SparkSessionsSidebar extends Widget {
-  constructor(tracker: INotebookTracker | null, model = new SidebarModel()) {
+  constructor(
+    tracker: INotebookTracker | null,
+    model = new SidebarModel(),
+    options: ISidebarOptions = {}
+  ) {
     super();
+    this._baseUrl = options.baseUrl ?? PageConfig.getBaseUrl();
     this.id = SIDEBAR_ID;
     this.addClass('jp-SparkSessions-panel');
     this.title.label = 'Spark';
@@ -142,14 +183,26 @@ export class SparkSessionsSidebar extends Widget {
     if (old) {
       old.sessionContext.kernelChanged.disconnect(this._followKernel, this);
       old.sessionContext.statusChanged.disconnect(this._onStatusChanged, this);
+      old.context.pathChanged.disconnect(this._onPathChanged, this);
       old.disposed.disconnect(this._onPanelDisposed, this);
     }
     this._panel = panel;
     if (panel) {
       panel.sessionContext.kernelChanged.connect(this._followKernel, this);
       panel.sessionContext.statusChanged.connect(this._onStatusChanged, this);
+      panel.context.pathChanged.connect(this._onPathChanged, this);
       panel.disposed.connect(this._onPanelDisposed, this);
     }
+  }
+
+  /** The followed notebook's file name, for the header. */
+  private _notebookName(): string {
+    const path = this._panel?.context.path ?? '';
+    return path ? PathExt.basename(path) : '';
+  }
+
+  private _onPathChanged(): void {
+    this.model.setNotebookName(this._notebookName());
   }
 
   private _onPanelDisposed(): void {
@@ -163,14 +216,20 @@ export class SparkSessionsSidebar extends Widget {
     const context = this._panel?.sessionContext;
     const kernel = context?.session?.kernel ?? null;
     if (!context || !kernel) {
-      this.model.reset(this._panel ? (context?.kernelDisplayName ?? '') : null);
+      this.model.reset(
+        this._panel ? (context?.kernelDisplayName ?? '') : null,
+        this._notebookName()
+      );
       if (this._panel && !kernel) {
         // A notebook with no kernel (yet): say so rather than "connecting".
         this.model.setStatus('no-kernel');
       }
       return;
     }
-    this.model.reset(context.kernelDisplayName || kernel.name);
+    this.model.reset(
+      context.kernelDisplayName || kernel.name,
+      this._notebookName()
+    );
     if (isUp(kernel.status)) {
       this._open(kernel);
     }
@@ -184,7 +243,8 @@ export class SparkSessionsSidebar extends Widget {
       if (this._connection || this.model.status !== 'connecting') {
         this._closeConnection();
         this.model.reset(
-          this._panel?.sessionContext.kernelDisplayName || kernel?.name || ''
+          this._panel?.sessionContext.kernelDisplayName || kernel?.name || '',
+          this._notebookName()
         );
       }
       if (status === 'dead') {
@@ -196,7 +256,8 @@ export class SparkSessionsSidebar extends Widget {
       if (this._connection === null || this._connection.kernel !== kernel) {
         this._closeConnection();
         this.model.reset(
-          this._panel?.sessionContext.kernelDisplayName || kernel.name
+          this._panel?.sessionContext.kernelDisplayName || kernel.name,
+          this._notebookName()
         );
         this._open(kernel);
       }
@@ -227,18 +288,7 @@ export class SparkSessionsSidebar extends Widget {
     const root = this.node;
     root.textContent = '';
 
-    const header = el('div', 'jp-SparkSessions-header');
-    header.appendChild(el('span', 'jp-SparkSessions-title', 'Spark Sessions'));
-    const kernel = el(
-      'span',
-      'jp-SparkSessions-kernel',
-      model.kernelName
-        ? `${model.kernelName} \u00b7 ${model.status}`
-        : model.status
-    );
-    kernel.dataset.status = model.status;
-    header.appendChild(kernel);
-    root.appendChild(header);
+    root.appendChild(this._renderHeader());
 
     if (model.error) {
       const error = el('div', 'jp-SparkSessions-error', model.error);
@@ -256,23 +306,24 @@ export class SparkSessionsSidebar extends Widget {
 
     const empty = model.emptyMessage();
     if (empty !== null) {
-      const message = el('p', 'jp-SparkSessions-empty', empty);
+      const message = el('p', 'jp-SparkSessions-empty');
+      appendMessage(message, empty);
       message.dataset.testid = 'jss-empty';
       root.appendChild(message);
       if (model.status === 'no-kernel') {
-        root.appendChild(
-          el(
-            'p',
-            'jp-SparkSessions-hint',
-            'In the notebook, run `%load_ext jupyter_spark_sessions`, ' +
-              'then `%spark_session create NAME`.'
-          )
+        const hint = el('p', 'jp-SparkSessions-hint');
+        appendMessage(
+          hint,
+          'In the notebook, run `%load_ext jupyter_spark_sessions`, ' +
+            'then `%spark_session create NAME`.'
         );
+        root.appendChild(hint);
       }
     }
 
     const now = Date.now() / 1000;
     this._elapsed = [];
+    this._timelines = [];
     if (board) {
       for (const session of model.sessions()) {
         root.appendChild(this._renderSession(session, now));
@@ -283,7 +334,7 @@ export class SparkSessionsSidebar extends Widget {
         section.appendChild(
           el('div', 'jp-SparkSessions-orphans', 'Groups of removed sessions')
         );
-        section.appendChild(this._renderGroups(orphans, now));
+        section.appendChild(this._renderGroups(orphans, now, null));
         root.appendChild(section);
       }
       if (board.other_running_jobs > 0) {
@@ -304,6 +355,44 @@ export class SparkSessionsSidebar extends Widget {
     }
   }
 
+  /** The title, the connection status, and the notebook and kernel followed. */
+  private _renderHeader(): HTMLElement {
+    const model = this.model;
+    const header = el('div', 'jp-SparkSessions-header');
+    const top = el('div', 'jp-SparkSessions-headerTop');
+    top.appendChild(el('span', 'jp-SparkSessions-title', 'Spark Sessions'));
+    const status = el(
+      'span',
+      'jp-SparkSessions-status',
+      STATUS_LABELS[model.status]
+    );
+    status.dataset.testid = 'jss-status';
+    status.dataset.status = model.status;
+    top.appendChild(status);
+    header.appendChild(top);
+    if (model.kernelName !== null) {
+      const followed = el('div', 'jp-SparkSessions-followed');
+      const notebook = el(
+        'span',
+        'jp-SparkSessions-notebook',
+        model.notebookName || 'Untitled'
+      );
+      notebook.dataset.testid = 'jss-notebook';
+      notebook.title = this._panel?.context.path ?? model.notebookName;
+      followed.appendChild(notebook);
+      const kernel = el(
+        'span',
+        'jp-SparkSessions-kernel',
+        model.kernelName || 'No kernel'
+      );
+      kernel.dataset.testid = 'jss-kernel';
+      kernel.title = 'The notebook\u2019s kernel';
+      followed.appendChild(kernel);
+      header.appendChild(followed);
+    }
+    return header;
+  }
+
   private _renderSession(session: Session, now: number): HTMLElement {
     const block = el('div', 'jp-SparkSessions-sessionBlock');
     const row = el('div', 'jp-SparkSessions-session');
@@ -321,6 +410,16 @@ export class SparkSessionsSidebar extends Widget {
       ? `${session.master}\n${session.directory}`
       : session.master;
     info.appendChild(master);
+    const jobsUrl = sparkJobsUrl(this._baseUrl, session.ui_url ?? '');
+    if (jobsUrl !== null) {
+      const link = externalLink(
+        jobsUrl,
+        'Spark UI \u2197',
+        `The Spark UI of ${session.name}'s driver (${session.ui_url}), through the Jupyter server`
+      );
+      link.dataset.testid = 'jss-session-ui-link';
+      info.appendChild(link);
+    }
     row.appendChild(info);
     if (session.disconnected) {
       const warning = el(
@@ -348,7 +447,13 @@ export class SparkSessionsSidebar extends Widget {
 
     const groups = this.model.groupsOf(session.name);
     if (groups.length) {
-      block.appendChild(this._renderGroups(groups, now));
+      const timeline = el('div', 'jp-SparkSessions-timeline');
+      timeline.dataset.testid = 'jss-timeline';
+      timeline.dataset.session = session.name;
+      this._timelines.push([timeline, groups]);
+      this._drawTimeline(timeline, groups, now);
+      block.appendChild(timeline);
+      block.appendChild(this._renderGroups(groups, now, session));
     } else {
       block.appendChild(el('div', 'jp-SparkSessions-note', 'No jobs yet.'));
     }
@@ -370,15 +475,35 @@ export class SparkSessionsSidebar extends Widget {
     return list;
   }
 
-  private _renderGroups(groups: Group[], now: number): HTMLElement {
+  /** Redraws a session's timeline (at each render, and each second while a group runs). */
+  private _drawTimeline(
+    container: HTMLElement,
+    groups: Group[],
+    now: number
+  ): void {
+    container.textContent = '';
+    renderTimeline(container, groups, now, group =>
+      this.model.displayState(group)
+    );
+  }
+
+  private _renderGroups(
+    groups: Group[],
+    now: number,
+    session: Session | null
+  ): HTMLElement {
     const list = el('div', 'jp-SparkSessions-groups');
     for (const group of groups) {
-      list.appendChild(this._renderGroup(group, now));
+      list.appendChild(this._renderGroup(group, now, session));
     }
     return list;
   }
 
-  private _renderGroup(group: Group, now: number): HTMLElement {
+  private _renderGroup(
+    group: Group,
+    now: number,
+    session: Session | null
+  ): HTMLElement {
     const state = this.model.displayState(group);
     const row = el('div', 'jp-SparkSessions-group');
     row.dataset.testid = 'jss-group';
@@ -386,7 +511,9 @@ export class SparkSessionsSidebar extends Widget {
     row.dataset.state = state;
 
     const top = el('div', 'jp-SparkSessions-groupTop');
-    top.appendChild(el('span', 'jp-SparkSessions-groupId', group.id));
+    const groupId = el('span', 'jp-SparkSessions-groupId', group.id);
+    groupId.title = group.id;
+    top.appendChild(groupId);
     const badge = el('span', `jp-SparkSessions-badge jp-mod-${state}`, state);
     top.appendChild(badge);
     const elapsed = el(
@@ -418,7 +545,7 @@ export class SparkSessionsSidebar extends Widget {
     }
 
     for (const job of group.jobs) {
-      row.appendChild(this._renderJob(job));
+      row.appendChild(this._renderJob(job, session));
     }
     if (group.tasks_still_running > 0) {
       row.appendChild(
@@ -432,10 +559,27 @@ export class SparkSessionsSidebar extends Widget {
     return row;
   }
 
-  private _renderJob(job: Job): HTMLElement {
+  private _renderJob(job: Job, session: Session | null): HTMLElement {
+    const block = el('div', 'jp-SparkSessions-jobBlock');
     const line = el('div', 'jp-SparkSessions-job');
     line.title = job.name;
-    const label = el('span', 'jp-SparkSessions-jobLabel', `Job ${job.id}`);
+    // A Connect operation's number is the board's, not a Spark job id.
+    const jobUrl =
+      session && !job.operation_id
+        ? sparkJobUrl(this._baseUrl, session.ui_url ?? '', job.id)
+        : null;
+    const label =
+      jobUrl !== null
+        ? externalLink(
+            jobUrl,
+            `Job ${job.id}`,
+            `${job.name}\nOpen job ${job.id} in the Spark UI`
+          )
+        : el('span', undefined, `Job ${job.id}`);
+    label.classList.add('jp-SparkSessions-jobLabel');
+    if (jobUrl !== null) {
+      label.dataset.testid = 'jss-job-ui-link';
+    }
     line.appendChild(label);
     const bar = el('progress', 'jp-SparkSessions-progress');
     const done = tasksDone(job.tasks);
@@ -451,6 +595,38 @@ export class SparkSessionsSidebar extends Widget {
       text += `, ${job.tasks.failed} failed`;
     }
     line.appendChild(el('span', 'jp-SparkSessions-jobTasks', text));
+    block.appendChild(line);
+    for (const stage of job.stages ?? []) {
+      block.appendChild(this._renderStage(stage));
+    }
+    return block;
+  }
+
+  /** A running stage: its own bar, and how many of its tasks run now. */
+  private _renderStage(stage: Stage): HTMLElement {
+    const line = el('div', 'jp-SparkSessions-stage');
+    line.title = stage.name;
+    const attempt = stage.attempt > 0 ? ` (attempt ${stage.attempt + 1})` : '';
+    line.appendChild(
+      el('span', 'jp-SparkSessions-stageLabel', `Stage ${stage.id}${attempt}`)
+    );
+    const bar = el('progress', 'jp-SparkSessions-progress jp-mod-stage');
+    const done = tasksDone(stage.tasks);
+    bar.dataset.testid = 'jss-stage-progress';
+    bar.dataset.stage = String(stage.id);
+    bar.dataset.completed = String(done);
+    bar.dataset.total = String(stage.tasks.total);
+    bar.dataset.active = String(stage.tasks.active);
+    bar.max = 1;
+    bar.value = progress(stage);
+    line.appendChild(bar);
+    line.appendChild(
+      el(
+        'span',
+        'jp-SparkSessions-jobTasks',
+        `${done}/${stage.tasks.total}, ${stage.tasks.active} running`
+      )
+    );
     return line;
   }
 
@@ -462,11 +638,17 @@ export class SparkSessionsSidebar extends Widget {
     }
   }
 
-  /** Updates the elapsed times only (a full render would disturb the buttons). */
+  /**
+   * Updates the elapsed times and the timelines only (a full render would
+   * disturb the buttons).
+   */
   private _tick(): void {
     const now = Date.now() / 1000;
     for (const [node, group] of this._elapsed) {
       node.textContent = formatDuration(elapsedSeconds(group, now));
+    }
+    for (const [container, groups] of this._timelines) {
+      this._drawTimeline(container, groups, now);
     }
   }
 
@@ -482,5 +664,7 @@ export class SparkSessionsSidebar extends Widget {
   private _connection: KernelBoardConnection | null = null;
   private _timer: number | null = null;
   private _elapsed: Array<[HTMLElement, Group]> = [];
+  private _timelines: Array<[HTMLElement, Group[]]> = [];
+  private readonly _baseUrl: string;
   private _disconnectModel: () => void;
 }

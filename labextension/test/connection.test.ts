@@ -1,9 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { KernelBoardConnection, RequestTimeout } from '../src/connection';
+import {
+  KERNEL_INFO_TIMEOUT_MS,
+  KernelBoardConnection,
+  RequestTimeout
+} from '../src/connection';
 import { COMM_TARGET, CONTROL_REQUEST } from '../src/messages';
 import { SidebarModel } from '../src/model';
-import { FakeFuture, FakeKernel } from './fakes';
+import {
+  FakeFuture,
+  FakeKernel,
+  LOADED_KERNEL_INFO,
+  PLAIN_KERNEL_INFO
+} from './fakes';
 import type { Board } from '../src/protocol';
 import { board, group } from './fixtures';
 
@@ -30,7 +39,7 @@ function replyList(future: FakeFuture, answer: Board): void {
 }
 
 async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < 30; i++) {
     await Promise.resolve();
   }
 }
@@ -43,9 +52,15 @@ describe('KernelBoardConnection', () => {
     vi.useRealTimers();
   });
 
-  it('probes with a control list, then subscribes through the comm', async () => {
+  it('asks kernel_info on the control channel, then lists and subscribes', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
+    expect(kernel.infoRequests).toHaveLength(1);
+    const info = kernel.infoRequests[0];
+    expect(info.msg.channel).toBe('control');
+    expect(info.msg.header.msg_type).toBe('kernel_info_request');
+    expect(kernel.futures).toHaveLength(0); // nothing custom before the marker
+    await flush();
     expect(kernel.futures).toHaveLength(1);
     const probe = kernel.futures[0];
     expect(probe.msg.channel).toBe('control');
@@ -73,6 +88,7 @@ describe('KernelBoardConnection', () => {
   it('applies board patches, and asks for the whole board after a missed one', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
+    await flush();
     replyList(kernel.futures[0], board({ seq: 1 }));
     await started;
     const comm = kernel.comms[0];
@@ -118,6 +134,7 @@ describe('KernelBoardConnection', () => {
         commsOverSubshells: 'perCommTarget'
       });
     const started = connection.start();
+    await flush();
     replyList(kernel.futures[0], board());
     await started;
     await flush();
@@ -128,42 +145,85 @@ describe('KernelBoardConnection', () => {
     expect(model.status).toBe('ready');
   });
 
-  it("marks the kernel 'not-loaded' when the probe gets no answer", async () => {
+  it("is 'not-loaded' at once when kernel_info lacks the marker, sending nothing else", async () => {
     const { kernel, model, connection } = setup();
-    const started = connection.start();
-    vi.advanceTimersByTime(3000);
-    await started;
+    kernel.kernelInfo = PLAIN_KERNEL_INFO;
+    await connection.start(); // no timer had to run
     expect(model.status).toBe('not-loaded');
-    expect(kernel.futures[0].disposed).toBe(true);
+    expect(kernel.futures).toHaveLength(0); // no spark_sessions_request
     expect(kernel.comms).toHaveLength(0);
   });
 
-  it('probes again after a cell ran while not loaded', async () => {
+  it("is 'not-loaded' when kernel_info gets no answer within its timeout", async () => {
     const { kernel, model, connection } = setup();
+    kernel.kernelInfo = null; // not ipykernel: no kernel_info on control
     const started = connection.start();
-    vi.advanceTimersByTime(3000);
+    vi.advanceTimersByTime(KERNEL_INFO_TIMEOUT_MS - 1);
+    await flush();
+    expect(model.status).toBe('connecting');
+    vi.advanceTimersByTime(1);
     await started;
-    // the idle of our own (control) probe does not trigger a new probe
-    kernel.iopubMessage.emit({
-      header: { msg_type: 'status' },
-      parent_header: { msg_type: CONTROL_REQUEST },
-      content: { execution_state: 'idle' }
-    });
+    expect(KERNEL_INFO_TIMEOUT_MS).toBeLessThanOrEqual(1000);
+    expect(model.status).toBe('not-loaded');
+    expect(kernel.infoRequests[0].disposed).toBe(true);
+    expect(kernel.futures).toHaveLength(0);
+  });
+
+  it('asks kernel_info again after each cell while not loaded, and connects once loaded', async () => {
+    const { kernel, model, connection } = setup();
+    kernel.kernelInfo = PLAIN_KERNEL_INFO;
+    await connection.start();
+    // the idle that follows our own control request is no cell end
+    kernel.emitStatus('idle', 'kernel_info_request');
+    expect(kernel.infoRequests).toHaveLength(1);
+    kernel.emitStatus('idle', 'execute_request'); // a cell without %load_ext
+    await flush();
+    expect(kernel.infoRequests).toHaveLength(2);
+    expect(model.status).toBe('not-loaded');
+
+    kernel.kernelInfo = LOADED_KERNEL_INFO; // the next cell was %load_ext
+    kernel.emitStatus('idle', 'execute_request');
+    await flush();
+    expect(kernel.infoRequests).toHaveLength(3);
     expect(kernel.futures).toHaveLength(1);
-    kernel.iopubMessage.emit({
-      header: { msg_type: 'status' },
-      parent_header: { msg_type: 'execute_request' },
-      content: { execution_state: 'idle' }
-    });
-    expect(kernel.futures).toHaveLength(2);
-    replyList(kernel.futures[1], board());
+    expect(kernel.futures[0].msg.header.msg_type).toBe(CONTROL_REQUEST);
+    replyList(kernel.futures[0], board());
     await flush();
     expect(model.status).toBe('ready');
+    kernel.emitStatus('idle', 'execute_request'); // connected: no more probes
+    expect(kernel.infoRequests).toHaveLength(3);
+  });
+
+  it('probes once more when a cell ends while a probe is under way', async () => {
+    const { kernel, model, connection } = setup();
+    kernel.kernelInfo = null;
+    const started = connection.start();
+    kernel.kernelInfo = LOADED_KERNEL_INFO; // %load_ext ran meanwhile
+    kernel.emitStatus('idle', 'execute_request');
+    expect(kernel.infoRequests).toHaveLength(1); // one probe at a time
+    vi.advanceTimersByTime(KERNEL_INFO_TIMEOUT_MS);
+    await flush();
+    expect(kernel.infoRequests).toHaveLength(2);
+    replyList(kernel.futures[0], board());
+    await started;
+    expect(model.status).toBe('ready');
+  });
+
+  it('shows a list probe that gets no answer as an error, not as not-loaded', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    await flush();
+    vi.advanceTimersByTime(3000);
+    await started;
+    expect(model.status).toBe('error');
+    expect(model.error).toBe('The kernel did not answer within 3 s.');
+    expect(kernel.futures[0].disposed).toBe(true);
   });
 
   it('shows an error reply to the probe as an error', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
+    await flush();
     kernel.futures[0].reply({
       version: 1,
       status: 'error',
@@ -181,6 +241,7 @@ describe('KernelBoardConnection', () => {
   it('cancels on the control channel and keeps the overlay until the board says otherwise', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
+    await flush();
     replyList(kernel.futures[0], board());
     await started;
 
@@ -216,6 +277,7 @@ describe('KernelBoardConnection', () => {
   it('cancels a session and shows an unanswered cancel as an error', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
+    await flush();
     replyList(kernel.futures[0], board());
     await started;
 
@@ -234,6 +296,7 @@ describe('KernelBoardConnection', () => {
   it('closes the comm on dispose and ignores later pushes', async () => {
     const { kernel, model, connection } = setup();
     const started = connection.start();
+    await flush();
     replyList(kernel.futures[0], board());
     await started;
     const comm = kernel.comms[0];
@@ -253,6 +316,7 @@ async function subscribed() {
     addTimeoutMs: 120000
   });
   const started = connection.start();
+  await flush();
   replyList(kernel.futures[0], board());
   await started;
   return { kernel, model, connection, comm: kernel.comms[0] };

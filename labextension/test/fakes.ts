@@ -71,6 +71,33 @@ export class FakeComm {
   }
 }
 
+/** The kernel_info reply content of a kernel that has loaded the extension. */
+export const LOADED_KERNEL_INFO = {
+  status: 'ok',
+  implementation: 'ipython',
+  help_links: [
+    { text: 'Python Reference', url: 'https://docs.python.org/3.11' },
+    {
+      text: 'Spark sessions',
+      url: 'https://github.com/jupyter-spark-sessions/jupyter_spark_sessions#readme'
+    }
+  ]
+};
+
+/** The kernel_info reply content of a kernel without the extension. */
+export const PLAIN_KERNEL_INFO = {
+  status: 'ok',
+  implementation: 'ipython',
+  help_links: [
+    { text: 'Python Reference', url: 'https://docs.python.org/3.11' }
+  ]
+};
+
+/**
+ * A kernel connection. Control-channel `kernel_info_request`s go to
+ * `infoRequests` and are answered with `kernelInfo` (never, when null);
+ * every other control message goes to `futures`, answered by the test.
+ */
 export class FakeKernel {
   clientId = 'client-1';
   username = 'me';
@@ -79,11 +106,30 @@ export class FakeKernel {
   iopubMessage = new FakeSignal<any>();
   disposed = new FakeSignal<void>();
   futures: FakeFuture[] = [];
+  infoRequests: FakeFuture[] = [];
+  kernelInfo: unknown = LOADED_KERNEL_INFO;
   comms: FakeComm[] = [];
   sendControlMessage(msg: any): FakeFuture {
     const future = new FakeFuture(msg);
-    this.futures.push(future);
+    if (msg.header.msg_type === 'kernel_info_request') {
+      this.infoRequests.push(future);
+      const info = this.kernelInfo;
+      if (info !== null) {
+        // answered after the caller has set onReply, as a real kernel would
+        queueMicrotask(() => future.reply(info));
+      }
+    } else {
+      this.futures.push(future);
+    }
     return future;
+  }
+  /** The kernel sends an IOPub status message, in answer to `parentType`. */
+  emitStatus(state: 'busy' | 'idle', parentType: string): void {
+    this.iopubMessage.emit({
+      header: { msg_type: 'status' },
+      parent_header: { msg_type: parentType },
+      content: { execution_state: state }
+    });
   }
   createComm(target: string): FakeComm {
     const comm = new FakeComm(target);
@@ -112,9 +158,14 @@ export class FakeSessionContext {
 export class FakePanel {
   constructor(kernel: FakeKernel | null, path = 'Untitled.ipynb') {
     this.sessionContext = new FakeSessionContext(kernel);
-    this.context = { path };
+    this.context = { path, pathChanged: new FakeSignal<string>() };
   }
-  context: { path: string };
+  context: { path: string; pathChanged: FakeSignal<string> };
+  /** The notebook is renamed (or moved). */
+  rename(path: string): void {
+    this.context.path = path;
+    this.context.pathChanged.emit(path);
+  }
   sessionContext: FakeSessionContext;
   disposed = new FakeSignal<void>();
 }

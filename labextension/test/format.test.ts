@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
-import { elapsedSeconds, formatDuration, progress } from '../src/format';
+import {
+  codeSpans,
+  elapsedSeconds,
+  formatDuration,
+  progress
+} from '../src/format';
 import { group, job, tasks } from './fixtures';
 
 describe('maths and formatting', () => {
@@ -46,5 +51,23 @@ describe('maths and formatting', () => {
     expect(formatDuration(185)).toBe('3m 05s');
     expect(formatDuration(7260)).toBe('2h 01m');
     expect(formatDuration(null)).toBe('\u2013');
+  });
+});
+
+describe('codeSpans', () => {
+  it('splits a message into text and its backticked code', () => {
+    expect(codeSpans('run `%load_ext x`, then `y`.')).toEqual([
+      { text: 'run ', code: false },
+      { text: '%load_ext x', code: true },
+      { text: ', then ', code: false },
+      { text: 'y', code: true },
+      { text: '.', code: false }
+    ]);
+  });
+
+  it('leaves text without a pair of backticks as it is', () => {
+    expect(codeSpans('plain')).toEqual([{ text: 'plain', code: false }]);
+    expect(codeSpans('a ` b')).toEqual([{ text: 'a ` b', code: false }]);
+    expect(codeSpans('')).toEqual([]);
   });
 });

@@ -30,6 +30,19 @@ describe('status transitions and empty messages', () => {
     expect(model.emptyMessage()).toBeNull();
   });
 
+  it('keeps the followed notebook name across a reset, and tells its renames', () => {
+    const model = new SidebarModel();
+    const seen: string[] = [];
+    model.connect(m => seen.push(m.notebookName));
+    model.reset('Python 3', 'etl.ipynb');
+    expect(model.notebookName).toBe('etl.ipynb');
+    model.setNotebookName('etl.ipynb'); // unchanged: no event
+    model.setNotebookName('etl-v2.ipynb');
+    expect(seen).toEqual(['etl.ipynb', 'etl-v2.ipynb']);
+    model.reset(null);
+    expect(model.notebookName).toBe('');
+  });
+
   it('says how to load the extension when the kernel has not', () => {
     const model = new SidebarModel();
     model.reset('Python 3');

@@ -10,14 +10,21 @@ vi.mock('@jupyterlab/ui-components', () => ({
 
 import { MESSAGES } from '../src/model';
 import { SIDEBAR_ID, SparkSessionsSidebar } from '../src/sidebar';
-import { FakeKernel, FakePanel, FakeTracker } from './fakes';
+import { FakeKernel, FakePanel, FakeTracker, PLAIN_KERNEL_INFO } from './fakes';
 import { board, group, job, session, tasks } from './fixtures';
 
 async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < 30; i++) {
     await Promise.resolve();
   }
 }
+
+/** A message as the sidebar shows it: backticks become <code>, not text. */
+function shown(message: string): string {
+  return message.replace(/`/g, '');
+}
+
+const BASE_URL = 'http://127.0.0.1:8888/lab-base/';
 
 function q(root: HTMLElement, testid: string): HTMLElement[] {
   return Array.from(root.querySelectorAll(`[data-testid="${testid}"]`));
@@ -33,9 +40,12 @@ afterEach(() => {
 async function connected(initial = board()) {
   const tracker = new FakeTracker();
   const kernel = new FakeKernel();
-  const panel = new FakePanel(kernel);
-  sidebar = new SparkSessionsSidebar(tracker as any);
+  const panel = new FakePanel(kernel, 'work/etl.ipynb');
+  sidebar = new SparkSessionsSidebar(tracker as any, undefined, {
+    baseUrl: BASE_URL
+  });
   tracker.setCurrent(panel);
+  await flush(); // kernel_info answered: the extension is loaded
   kernel.futures[0].reply({
     version: 1,
     status: 'ok',
@@ -215,6 +225,7 @@ describe('SparkSessionsSidebar', () => {
     expect(q(root, 'jss-session')).toHaveLength(0);
     expect(q(root, 'jss-empty')[0].textContent).toBe(MESSAGES.connecting);
     panel.sessionContext.setStatus('idle');
+    await flush();
     expect(kernel.futures).toHaveLength(2);
     kernel.futures[1].reply({
       version: 1,
@@ -224,7 +235,9 @@ describe('SparkSessionsSidebar', () => {
       board: board({ seq: 0, sessions: [], groups: [] })
     });
     await flush();
-    expect(q(root, 'jss-empty')[0].textContent).toBe(MESSAGES.noSessions);
+    expect(q(root, 'jss-empty')[0].textContent).toBe(
+      shown(MESSAGES.noSessions)
+    );
     expect(kernel.comms).toHaveLength(2);
   });
 
@@ -234,6 +247,156 @@ describe('SparkSessionsSidebar', () => {
     tracker.setCurrent(null);
     expect(q(root, 'jss-session')).toHaveLength(0);
     expect(q(root, 'jss-empty')[0].textContent).toBe(MESSAGES.noKernel);
+  });
+});
+
+describe('SparkSessionsSidebar header and empty states', () => {
+  it('names the notebook and the kernel it follows, and follows a rename', async () => {
+    const { root, panel } = await connected();
+    expect(q(root, 'jss-notebook')[0].textContent).toBe('etl.ipynb');
+    expect(q(root, 'jss-notebook')[0].title).toBe('work/etl.ipynb');
+    expect(q(root, 'jss-kernel')[0].textContent).toBe('Python 3 (ipykernel)');
+    expect(q(root, 'jss-status')[0].textContent).toBe('connected');
+    panel.rename('work/etl-2026.ipynb');
+    expect(q(root, 'jss-notebook')[0].textContent).toBe('etl-2026.ipynb');
+  });
+
+  it('shows a kernel without the extension as not loaded, with the command as code', async () => {
+    const tracker = new FakeTracker();
+    const kernel = new FakeKernel();
+    kernel.kernelInfo = PLAIN_KERNEL_INFO;
+    sidebar = new SparkSessionsSidebar(tracker as any, undefined, {
+      baseUrl: BASE_URL
+    });
+    tracker.setCurrent(new FakePanel(kernel, 'plain.ipynb'));
+    await flush();
+    const root = sidebar.node;
+    expect(q(root, 'jss-status')[0].dataset.status).toBe('not-loaded');
+    expect(q(root, 'jss-status')[0].textContent).toBe('not loaded');
+    const empty = q(root, 'jss-empty')[0];
+    expect(empty.textContent).toBe(shown(MESSAGES.notLoaded));
+    expect(empty.textContent).not.toContain('`');
+    expect(
+      Array.from(empty.querySelectorAll('code')).map(c => c.textContent)
+    ).toEqual(['%load_ext jupyter_spark_sessions']);
+    expect(kernel.futures).toHaveLength(0);
+  });
+
+  it('renders the hints of the no-kernel state without literal backticks', () => {
+    sidebar = new SparkSessionsSidebar(new FakeTracker() as any);
+    expect(sidebar.node.textContent).not.toContain('`');
+    expect(
+      Array.from(sidebar.node.querySelectorAll('code')).map(c => c.textContent)
+    ).toEqual([
+      '%load_ext jupyter_spark_sessions',
+      '%spark_session create NAME'
+    ]);
+    expect(q(sidebar.node, 'jss-notebook')).toHaveLength(0);
+  });
+});
+
+describe('SparkSessionsSidebar progress, timeline and Spark UI links', () => {
+  it("shows each running stage's progress under its job", async () => {
+    const { root } = await connected(
+      board({
+        groups: [
+          group({
+            jobs: [
+              job({
+                id: 4,
+                tasks: tasks({ total: 30, completed: 10, active: 2 }),
+                stages: [
+                  {
+                    id: 7,
+                    name: 'collect at <cell>:3',
+                    attempt: 0,
+                    tasks: tasks({ total: 20, completed: 5, active: 2 })
+                  }
+                ]
+              })
+            ]
+          })
+        ]
+      })
+    );
+    const [stage] = q(root, 'jss-stage-progress') as HTMLProgressElement[];
+    expect(stage.dataset.stage).toBe('7');
+    expect([stage.dataset.completed, stage.dataset.total]).toEqual(['5', '20']);
+    expect(stage.value).toBeCloseTo(0.25);
+    expect(stage.parentElement?.textContent).toBe('Stage 75/20, 2 running');
+  });
+
+  it("draws the session's recent groups as bars colored by state", async () => {
+    const { root } = await connected(
+      board({
+        groups: [
+          group({
+            id: 'etl:3',
+            execution_count: 3,
+            state: 'failed',
+            submitted_at: 900,
+            completed_at: 950
+          }),
+          group({ id: 'etl:12', submitted_at: 960 })
+        ]
+      })
+    );
+    const [timeline] = q(root, 'jss-timeline');
+    expect(timeline.dataset.session).toBe('etl');
+    const bars = Array.from(
+      timeline.querySelectorAll<SVGRectElement>(
+        '[data-testid="jss-timeline-bar"]'
+      )
+    );
+    expect(bars.map(b => [b.dataset.group, b.dataset.state])).toEqual([
+      ['etl:3', 'failed'],
+      ['etl:12', 'running']
+    ]);
+    expect(bars[0].getAttribute('class')).toContain('jp-mod-failed');
+    expect(timeline.querySelector('svg')).not.toBeNull();
+    expect(timeline.textContent).toContain('now');
+  });
+
+  it('links sessions and jobs to the Spark UI through the server, when it is on', async () => {
+    const { root } = await connected(
+      board({
+        sessions: [
+          session({ name: 'etl', ui_url: 'http://10.1.2.3:4041' }),
+          session({ name: 'off', ui_url: '' }),
+          session({
+            name: 'remote',
+            backend: 'connect',
+            ui_url: 'http://localhost:4050'
+          })
+        ],
+        groups: [
+          group({ id: 'etl:12', jobs: [job({ id: 31 })] }),
+          group({ id: 'off:1', session: 'off', jobs: [job({ id: 32 })] }),
+          group({
+            id: 'remote:1',
+            session: 'remote',
+            jobs: [job({ id: 1, operation_id: 'op-1' })]
+          })
+        ]
+      })
+    );
+    const sessionLinks = q(root, 'jss-session-ui-link') as HTMLAnchorElement[];
+    expect(sessionLinks.map(a => a.getAttribute('href'))).toEqual([
+      `${BASE_URL}proxy/4041/jobs/`,
+      `${BASE_URL}proxy/4050/jobs/`
+    ]);
+    const jobLinks = q(root, 'jss-job-ui-link') as HTMLAnchorElement[];
+    expect(jobLinks.map(a => a.getAttribute('href'))).toEqual([
+      `${BASE_URL}proxy/4041/jobs/job/?id=31`
+    ]);
+    for (const link of [...sessionLinks, ...jobLinks]) {
+      expect(link.target).toBe('_blank');
+      expect(link.rel).toContain('noopener');
+    }
+    // without a UI, and for a Connect operation: the job's name, no link
+    const off = q(root, 'jss-group').find(g => g.dataset.group === 'off:1')!;
+    expect(off.querySelector('a')).toBeNull();
+    expect(off.textContent).toContain('Job 32');
   });
 });
 

@@ -1,4 +1,5 @@
-"""Fixtures of the browser tests: one JupyterLab server and one Chromium per module."""
+"""Fixtures of the browser tests: one server (JupyterLab, or Notebook 7) and one Chromium
+per module."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from .lab import LabServer, browser_page
+from .lab import LabServer, NotebookServer, browser_page
+
+# Notebook 7's kernels keep Spark's UI on: its sidebar test follows the UI links.
+SPARK_UI_KERNEL_CONFIG = (
+    "c.SparkSessionsConfig.default_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.context_conf = {'spark.ui.showConsoleProgress': 'false'}\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,4 +29,19 @@ def page(lab: LabServer) -> Iterator[Any]:
     with browser_page(lab) as page:
         page.goto(f"{lab.url}/lab?token={lab.token}")
         page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+        yield page
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NotebookServer]:
+    server = NotebookServer(
+        tmp_path_factory.mktemp("notebook7"), kernel_config=SPARK_UI_KERNEL_CONFIG
+    )
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def notebook7_page(notebook7: NotebookServer) -> Iterator[Any]:
+    with browser_page(notebook7) as page:
         yield page

@@ -1,5 +1,5 @@
-"""A real JupyterLab server and a real Chromium (Debian's, driven by Playwright) for the
-browser tests. Playwright's own browser download is never used."""
+"""A real JupyterLab or Notebook 7 server and a real Chromium (Debian's, driven by
+Playwright) for the browser tests. Playwright's own browser download is never used."""
 
 from __future__ import annotations
 
@@ -50,16 +50,28 @@ def _free_port() -> int:
 
 class LabServer:
     """``jupyter lab`` on 127.0.0.1 with a random token, serving ``root``; ``extra_env``
-    adds to its environment."""
+    adds to its environment, ``kernel_config`` replaces the kernels' IPython config."""
 
-    def __init__(self, root: Path, extra_env: dict[str, str] | None = None) -> None:
+    #: The ``jupyter`` subcommand, and the options of that app only.
+    app = "lab"
+    app_options = (
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    )
+
+    def __init__(
+        self,
+        root: Path,
+        extra_env: dict[str, str] | None = None,
+        kernel_config: str = KERNEL_CONFIG,
+    ) -> None:
         self.root = root
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         ipython = root.parent / "ipython"
         (ipython / "profile_default").mkdir(parents=True, exist_ok=True)
-        (ipython / "profile_default" / "ipython_config.py").write_text(KERNEL_CONFIG)
+        (ipython / "profile_default" / "ipython_config.py").write_text(kernel_config)
         # User settings of this server only: no news pop-up over the screenshots.
         settings = root.parent / "lab-settings" / "@jupyterlab" / "apputils-extension"
         settings.mkdir(parents=True, exist_ok=True)
@@ -76,18 +88,17 @@ class LabServer:
             sys.executable,
             "-m",
             "jupyter",
-            "lab",
+            self.app,
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={root}",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            *self.app_options,
         ]
         if os.getuid() == 0:
             command.append("--allow-root")
-        self.log = open(root.parent / "jupyter-lab.log", "w")  # noqa: SIM115
+        self.log = open(root.parent / f"jupyter-{self.app}.log", "w")  # noqa: SIM115
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
         self._wait_ready()
 
@@ -95,13 +106,13 @@ class LabServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited: see {self.log.name}")
+                raise RuntimeError(f"jupyter {self.app} exited: see {self.log.name}")
             try:
                 self.api("GET", "/api/status")
                 return
             except OSError:
                 time.sleep(0.5)
-        raise TimeoutError("jupyter lab did not start")
+        raise TimeoutError(f"jupyter {self.app} did not start")
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         """Call the server's REST API with the token."""
@@ -136,6 +147,11 @@ class LabServer:
         }
         self.api("PUT", f"/api/contents/{name}", {"type": "notebook", "content": notebook})
 
+    def log_text(self) -> str:
+        """What the server (and its kernels, through it) logged so far."""
+        self.log.flush()
+        return Path(self.log.name).read_text()
+
     def stop(self) -> None:
         for kernel in self.api("GET", "/api/kernels"):
             self.api("DELETE", f"/api/kernels/{kernel['id']}")
@@ -145,6 +161,13 @@ class LabServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
         self.log.close()
+
+
+class NotebookServer(LabServer):
+    """``jupyter notebook`` (Notebook 7): the same server, its own frontend."""
+
+    app = "notebook"
+    app_options = ()
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Driving a notebook in JupyterLab through the UI, as a user would."""
+"""Driving a notebook in JupyterLab or Notebook 7 through the UI, as a user would."""
 
 from __future__ import annotations
 
@@ -35,8 +35,11 @@ spark.range(0, 2, 1, 1).select(_sleepy("id")).collect()"""
 B_RESULT_CELL = "b_thread.join(120)\nprint('b result:', b_result)"
 
 
-def open_notebook(page: Any, url: str, token: str, name: str) -> None:
-    page.goto(f"{url}/lab/tree/{name}?token={token}")
+def open_notebook(page: Any, url: str, token: str, name: str, app: str = "lab") -> None:
+    """Open a notebook in JupyterLab (``app="lab"``) or Notebook 7 (``"notebook"``)
+    and wait for its kernel."""
+    path = f"lab/tree/{name}" if app == "lab" else f"notebooks/{name}"
+    page.goto(f"{url}/{path}?token={token}")
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
     # JupyterLab may ask which kernel to start: the notebook's own (python3).
     select = page.locator(".jp-Dialog button", has_text="Select")
@@ -78,9 +81,32 @@ SIDEBAR = "#jupyter-spark-sessions-sidebar"
 
 
 def open_sidebar(page: Any) -> Any:
+    """Show the sidebar in JupyterLab (its tab in the right side bar)."""
     tab = page.locator(f"li[data-id='{SIDEBAR[1:]}']")
     tab.wait_for(timeout=30_000)
     if not page.locator(SIDEBAR).is_visible():
         tab.click()
     page.locator(SIDEBAR).wait_for(state="visible", timeout=10_000)
     return page.locator(SIDEBAR)
+
+
+def open_sidebar_notebook7(page: Any) -> Any:
+    """Show the sidebar in Notebook 7: View > Right Sidebar > Show Spark Sessions."""
+    if not page.locator(SIDEBAR).is_visible():
+        page.locator(".lm-MenuBar-itemLabel", has_text="View").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Right Sidebar").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Show Spark Sessions").first.click()
+    page.locator(SIDEBAR).wait_for(state="visible", timeout=10_000)
+    return page.locator(SIDEBAR)
+
+
+def assert_inside(inner: Any, outer: Any) -> None:
+    """Each element ``inner`` matches lies wholly inside the one ``outer`` matches:
+    nothing of it clipped at the sidebar's edges."""
+    box = outer.bounding_box()
+    assert box is not None
+    for i in range(inner.count()):
+        part = inner.nth(i).bounding_box()
+        assert part is not None
+        assert part["x"] >= box["x"] and part["y"] >= box["y"], (part, box)
+        assert part["x"] + part["width"] <= box["x"] + box["width"], (part, box)

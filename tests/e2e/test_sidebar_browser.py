@@ -1,9 +1,11 @@
 """The Spark Sessions sidebar in a real JupyterLab, in a real Chromium: it follows the
 notebook's kernel, lists sessions and job groups, and its Cancel reaches the kernel
-while the cell that started the job is still running."""
+while the cell that started the job is still running; a notebook whose kernel has not
+loaded the extension is shown as such at once."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from .notebook import (
     B_BACKGROUND_CELL,
     B_RESULT_CELL,
     SETUP_CELL,
+    assert_inside,
     cell_output,
     open_notebook,
     open_sidebar,
@@ -75,6 +78,9 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     sidebar = open_sidebar(page)
     empty = sidebar.locator("[data-testid='jss-empty']")
     empty.filter(has_text="%load_ext jupyter_spark_sessions").wait_for(timeout=30_000)
+    assert empty.locator("code").inner_text() == "%load_ext jupyter_spark_sessions"
+    assert sidebar.locator("[data-testid='jss-notebook']").inner_text() == "sidebar.ipynb"
+    assert sidebar.locator("[data-testid='jss-kernel']").inner_text() == "Python 3 (ipykernel)"
 
     run_all(page)  # the last cell waits for b: it runs after the cancel, queued
     for name in ("a", "b"):
@@ -93,6 +99,16 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     progress = group_a.locator("[data-testid='jss-job-progress']").first
     progress.wait_for(timeout=30_000)
     assert progress.get_attribute("data-total") == "1"
+    stage = group_a.locator("[data-testid='jss-stage-progress']").first
+    stage.wait_for(timeout=30_000)
+    assert stage.get_attribute("data-active") == "1"
+    for name in ("a", "b"):
+        timeline = sidebar.locator(f"[data-testid='jss-timeline'][data-session='{name}']")
+        assert timeline.locator("[data-testid='jss-timeline-bar']").count() >= 1
+    # Every Cancel whole at the sidebar's default width (the first one was clipped).
+    for row in (group_a, group_b):
+        assert_inside(row.locator("[data-testid='jss-cancel-group']"), row)
+    assert_inside(sidebar.locator("button"), sidebar)
 
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "sidebar-light.png"))
@@ -105,10 +121,12 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
         timeout=30_000
     )
     assert "were cancelled from the sidebar." in cell_output(page, 2).inner_text()
-    # What the user reads in place of Spark's stack: the cell's `use` line, then one line.
+    # What the user reads in place of Spark's stack: the cell's `use` line, the in-cell
+    # progress's summary line (when it is on), then one line.
     shown = [line for line in cell_output(page, 2).inner_text().splitlines() if line.strip()]
-    assert shown[0] == "`spark` is now session 'a'." and len(shown) == 2, shown
-    assert shown[1].startswith("JobsCancelled: The Spark jobs of a:3 (job "), shown
+    assert shown[0] == "`spark` is now session 'a'." and len(shown) <= 3, shown
+    assert shown[-1].startswith("JobsCancelled: The Spark jobs of a:3 (job "), shown
+    assert not any("Traceback" in line or "Py4J" in line for line in shown), shown
     cell_output(page, 2).screenshot(path=str(SCREENSHOTS / "cancelled-cell.png"))
     sidebar.locator("[data-testid='jss-group'][data-group='a:3'][data-state='cancelled']").wait_for(
         timeout=30_000
@@ -163,3 +181,40 @@ def test_a_file_added_from_the_file_browser_is_read_by_the_sessions_udf(
     assert files_of(sidebar, "b").and_(page.locator(added)).count() == 0
     run_cell(page, 4)
     cell_output(page, 4).locator("text=ui file: added from the UI").wait_for(timeout=120_000)
+
+
+def test_switching_to_a_notebook_without_the_extension_shows_it_at_once(
+    lab: LabServer, page: Any
+) -> None:
+    sidebar = open_sidebar(page)
+    status = sidebar.locator("[data-testid='jss-status']")
+    lab.write_notebook("plain.ipynb", ["%load_ext jupyter_spark_sessions"])
+    item = page.locator(".jp-DirListing-itemName", has_text="plain.ipynb")
+    item.wait_for(timeout=60_000)
+    item.dblclick()
+    page.locator(
+        ".jp-NotebookPanel:visible .jp-Notebook-ExecutionIndicator[data-status='idle']"
+    ).wait_for(timeout=60_000)
+    status.and_(page.locator("[data-status='not-loaded']")).wait_for(timeout=5_000)
+
+    tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab")
+    tab.filter(has_text="sidebar.ipynb").first.click()
+    status.and_(page.locator("[data-status='ready']")).wait_for(timeout=10_000)
+    assert sidebar.locator("[data-testid='jss-notebook']").inner_text() == "sidebar.ipynb"
+
+    started = time.monotonic()
+    tab.filter(has_text="plain.ipynb").first.click()
+    status.and_(page.locator("[data-status='not-loaded']")).wait_for(timeout=1_000)
+    assert time.monotonic() - started < 1.0
+    assert sidebar.locator("[data-testid='jss-notebook']").inner_text() == "plain.ipynb"
+    assert sidebar.locator("[data-testid='jss-session']").count() == 0
+    empty = sidebar.locator("[data-testid='jss-empty']")
+    assert empty.locator("code").inner_text() == "%load_ext jupyter_spark_sessions"
+    page.screenshot(path=str(SCREENSHOTS / "sidebar-not-loaded.png"))
+
+    # %load_ext in that notebook is noticed when its cell ends.
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").first.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    status.and_(page.locator("[data-status='ready']")).wait_for(timeout=10_000)
+    assert "No sessions yet" in sidebar.locator("[data-testid='jss-empty']").inner_text()
+    assert "UNKNOWN CONTROL MESSAGE TYPE" not in lab.log_text()

@@ -1,0 +1,288 @@
+/**
+ * The in-cell progress view: renders the kernel's
+ * `application/vnd.jupyter-spark-sessions.cell+json` output (one per cell
+ * running Spark jobs; the kernel replaces it with update_display_data as the
+ * board changes) with a progress bar per group and a Cancel that goes over the
+ * control channel, so it works while the cell is busy.
+ *
+ * The renderer factory is added to each notebook's own rendermime registry, so
+ * a Cancel knows the notebook, hence the kernel, it belongs to. Works the same
+ * in JupyterLab and Notebook 7 (both have the notebook tracker).
+ */
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { PageConfig } from '@jupyterlab/coreutils';
+import { Kernel } from '@jupyterlab/services';
+import { Widget } from '@lumino/widgets';
+
+import { CANCEL_TIMEOUT_MS, sendControlRequest } from './connection';
+import { oneLine } from './format';
+import { cancelRequest } from './messages';
+import type { CellProgress, CellProgressGroup } from './protocol';
+import { sparkJobUrl, sparkJobsUrl } from './sparkUi';
+
+export const CELL_PROGRESS_MIME =
+  'application/vnd.jupyter-spark-sessions.cell+json';
+
+/** Before the HTML and text renderings of the same output. */
+const RANK = 10;
+
+/** `1,200/20,000 tasks (2 running)`, as the kernel's text rendering says it. */
+export function tasksText(group: CellProgressGroup): string {
+  const { done, total, active, failed } = group.tasks;
+  let text = `${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')} tasks`;
+  if (active) {
+    text += ` (${active} running)`;
+  }
+  if (failed) {
+    text += `, ${failed} failed`;
+  }
+  return text;
+}
+
+/** Seconds shown: the kernel's figure, plus the time since it was sent while the group runs. */
+export function shownElapsed(
+  group: CellProgressGroup,
+  final: boolean,
+  secondsSinceReceived: number
+): number {
+  const ticking = !final && group.cancellable;
+  return group.elapsed + (ticking ? Math.max(0, secondsSinceReceived) : 0);
+}
+
+/** `12 s`, `1 min 05 s`. */
+export function formatSeconds(seconds: number, precise: boolean): string {
+  if (seconds < 60) {
+    return precise ? `${seconds.toFixed(1)} s` : `${Math.floor(seconds)} s`;
+  }
+  const minutes = Math.floor(seconds / 60);
+  const rest = Math.floor(seconds % 60);
+  return `${minutes} min ${String(rest).padStart(2, '0')} s`;
+}
+
+/** The one summary line of an ended group, as the kernel's text says it. */
+export function summaryText(group: CellProgressGroup): string {
+  const jobs = `${group.jobs} job${group.jobs === 1 ? '' : 's'}`;
+  return [
+    `${group.state}`,
+    jobs,
+    tasksText(group),
+    formatSeconds(group.elapsed, true)
+  ].join(' · ');
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className?: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+function link(href: string | null, text: string, title: string): HTMLElement {
+  if (href === null) {
+    return el('span', '', text);
+  }
+  const anchor = el('a', 'jp-SparkCell-link', text);
+  anchor.href = href;
+  anchor.target = '_blank';
+  anchor.rel = 'noopener';
+  anchor.title = title;
+  return anchor;
+}
+
+/** Where a Cancel goes: the kernel of the notebook showing the output. */
+type KernelOf = () => Kernel.IKernelConnection | null;
+
+/** One output's view. */
+export class CellProgressRenderer
+  extends Widget
+  implements IRenderMime.IRenderer
+{
+  private _data: CellProgress | null = null;
+  private _receivedAt = 0;
+  private _timer: number | undefined;
+  private _cancelling = new Set<string>();
+  private _errors = new Map<string, string>();
+
+  constructor(private readonly _kernelOf: KernelOf) {
+    super();
+    this.addClass('jp-SparkCell');
+    this.node.dataset.testid = 'spark-cell-progress';
+  }
+
+  renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this._data = model.data[CELL_PROGRESS_MIME] as unknown as CellProgress;
+    this._receivedAt = Date.now();
+    for (const group of this._data.groups) {
+      if (!group.cancellable) {
+        this._cancelling.delete(group.id);
+      }
+    }
+    this._draw();
+    this._tick(!this._data.final);
+    return Promise.resolve();
+  }
+
+  dispose(): void {
+    this._tick(false);
+    super.dispose();
+  }
+
+  private _tick(on: boolean): void {
+    if (on && this._timer === undefined) {
+      this._timer = window.setInterval(() => this._draw(), 1000);
+    } else if (!on && this._timer !== undefined) {
+      window.clearInterval(this._timer);
+      this._timer = undefined;
+    }
+  }
+
+  private _draw(): void {
+    const data = this._data;
+    if (!data) {
+      return;
+    }
+    const since = (Date.now() - this._receivedAt) / 1000;
+    const rows = data.groups.map(g => this._row(g, data.final, since));
+    this.node.replaceChildren(...rows);
+    this.node.classList.toggle('jp-mod-final', data.final);
+  }
+
+  private _row(
+    group: CellProgressGroup,
+    final: boolean,
+    since: number
+  ): HTMLElement {
+    const baseUrl = PageConfig.getBaseUrl();
+    const row = el('div', `jp-SparkCell-group jp-mod-${group.state}`);
+    row.dataset.testid = 'spark-cell-group';
+    row.dataset.group = group.id;
+    row.dataset.state = group.state;
+    row.append(
+      link(
+        sparkJobsUrl(baseUrl, group.ui_url),
+        group.id,
+        "This session's jobs in Spark's UI"
+      )
+    );
+    if (final) {
+      const summary = el('span', 'jp-SparkCell-summary', summaryText(group));
+      summary.dataset.testid = 'spark-cell-summary';
+      row.append(summary);
+      return row;
+    }
+    const { done, total } = group.tasks;
+    const bar = el('progress', 'jp-SparkCell-bar');
+    bar.max = Math.max(total, 1);
+    bar.value = done;
+    const state = el('span', 'jp-SparkCell-state', group.state);
+    const tasks = el('span', 'jp-SparkCell-tasks', tasksText(group));
+    tasks.dataset.testid = 'spark-cell-tasks';
+    const elapsed = el(
+      'span',
+      'jp-SparkCell-elapsed',
+      formatSeconds(shownElapsed(group, final, since), false)
+    );
+    row.append(state, bar, tasks, elapsed);
+    if (group.job) {
+      const job = link(
+        sparkJobUrl(baseUrl, group.ui_url, group.job.id),
+        `job ${group.job.id}`,
+        group.job.name
+      );
+      job.classList.add('jp-SparkCell-job');
+      const stage = group.stage
+        ? ` · stage ${group.stage.id}: ${group.stage.done}/${group.stage.total}`
+        : '';
+      const detail = el(
+        'span',
+        'jp-SparkCell-detail',
+        `${group.job.name}${stage}`
+      );
+      row.append(job, detail);
+    }
+    if (group.cancellable) {
+      row.append(this._cancelButton(group));
+    }
+    const error = this._errors.get(group.id);
+    if (error) {
+      row.append(el('span', 'jp-SparkCell-error', error));
+    }
+    return row;
+  }
+
+  private _cancelButton(group: CellProgressGroup): HTMLButtonElement {
+    const pending = this._cancelling.has(group.id);
+    const button = el(
+      'button',
+      'jp-Button jp-mod-styled jp-mod-warn jp-SparkCell-cancel',
+      pending ? 'Cancelling…' : 'Cancel'
+    );
+    button.dataset.testid = 'spark-cell-cancel';
+    button.title = `Cancel job group ${group.id} (only this cell's jobs in session ${group.session})`;
+    button.disabled = pending;
+    button.addEventListener('click', () => void this._cancel(group.id));
+    return button;
+  }
+
+  private async _cancel(groupId: string): Promise<void> {
+    const kernel = this._kernelOf();
+    this._errors.delete(groupId);
+    if (!kernel) {
+      this._errors.set(groupId, 'This notebook has no kernel to ask.');
+      this._draw();
+      return;
+    }
+    this._cancelling.add(groupId);
+    this._draw();
+    try {
+      const reply = await sendControlRequest(
+        kernel,
+        cancelRequest({ groups: [groupId] }, undefined, 'cell'),
+        CANCEL_TIMEOUT_MS
+      );
+      if (reply.status === 'error') {
+        throw new Error(reply.error.message);
+      }
+    } catch (error) {
+      this._cancelling.delete(groupId);
+      this._errors.set(
+        groupId,
+        oneLine(String((error as Error).message ?? error))
+      );
+    }
+    this._draw();
+  }
+}
+
+/** The factory of one notebook's views. */
+export function cellProgressFactory(
+  panel: NotebookPanel
+): IRenderMime.IRendererFactory {
+  return {
+    safe: true, // shows text only; its one action is a Cancel the user clicks
+    mimeTypes: [CELL_PROGRESS_MIME],
+    defaultRank: RANK,
+    createRenderer: () =>
+      new CellProgressRenderer(
+        () => panel.sessionContext.session?.kernel ?? null
+      )
+  };
+}
+
+/** Give every notebook, now and later, the view's renderer. */
+export function addCellProgressRenderers(tracker: INotebookTracker): void {
+  const add = (panel: NotebookPanel) => {
+    panel.content.rendermime.addFactory(cellProgressFactory(panel), RANK);
+  };
+  tracker.forEach(add);
+  tracker.widgetAdded.connect((_, panel) => add(panel));
+}

@@ -1,0 +1,58 @@
+/**
+ * Links to Spark's own UI, through the Jupyter server: jupyter-server-proxy
+ * serves the driver's UI port at `{baseUrl}proxy/{port}/`, behind Jupyter's
+ * authentication, so the links work when the browser cannot reach the
+ * driver's port (a remote JupyterHub). The driver runs in the kernel, on the
+ * server's machine: only the port of the session's `ui_url` matters.
+ *
+ * Pure TypeScript: no JupyterLab imports, so that it can be unit-tested in Node.
+ */
+
+/** The port of a Spark UI address, or null when there is none (UI off). */
+export function sparkUiPort(uiUrl: string): number | null {
+  if (!uiUrl) {
+    return null;
+  }
+  let url: URL;
+  try {
+    url = new URL(uiUrl);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return null;
+  }
+  // URL drops a scheme's default port: Spark's UI always names its own.
+  const port = url.port
+    ? Number(url.port)
+    : url.protocol === 'https:'
+      ? 443
+      : 80;
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : null;
+}
+
+function proxied(baseUrl: string, uiUrl: string, path: string): string | null {
+  const port = sparkUiPort(uiUrl);
+  if (port === null) {
+    return null;
+  }
+  const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
+  return `${base}proxy/${port}/${path}`;
+}
+
+/** The Spark UI's job list of a session, or null without a UI. */
+export function sparkJobsUrl(baseUrl: string, uiUrl: string): string | null {
+  return proxied(baseUrl, uiUrl, 'jobs/');
+}
+
+/** The Spark UI's page of one job, or null without a UI. */
+export function sparkJobUrl(
+  baseUrl: string,
+  uiUrl: string,
+  jobId: number
+): string | null {
+  if (!Number.isInteger(jobId) || jobId < 0) {
+    return null;
+  }
+  return proxied(baseUrl, uiUrl, `jobs/job/?id=${jobId}`);
+}

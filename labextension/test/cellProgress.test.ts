@@ -1,0 +1,143 @@
+// @vitest-environment happy-dom
+import { afterEach, describe, expect, it } from 'vitest';
+
+import {
+  CELL_PROGRESS_MIME,
+  CellProgressRenderer,
+  formatSeconds,
+  shownElapsed,
+  summaryText,
+  tasksText
+} from '../src/cellProgress';
+import type { CellProgress, CellProgressGroup } from '../src/protocol';
+import { FakeKernel } from './fakes';
+
+function entry(fields: Partial<CellProgressGroup> = {}): CellProgressGroup {
+  return {
+    id: 'a:4',
+    session: 'a',
+    state: 'running',
+    description: 'spark.range(20000).count()',
+    jobs: 2,
+    jobs_running: 1,
+    tasks: { total: 20008, done: 1208, active: 2, failed: 0 },
+    job: { id: 1, name: 'count at In [4] line 3' },
+    stage: { id: 10, name: 'count', total: 20000, done: 1200, active: 2 },
+    submitted_at: 1000,
+    elapsed: 12.3,
+    ui_url: 'http://127.0.0.1:4040',
+    cancellable: true,
+    ...fields
+  };
+}
+
+function model(data: CellProgress): any {
+  return { data: { [CELL_PROGRESS_MIME]: data }, metadata: {}, trusted: true };
+}
+
+async function flush(): Promise<void> {
+  for (let i = 0; i < 20; i++) {
+    await Promise.resolve();
+  }
+}
+
+let renderer: CellProgressRenderer | null = null;
+afterEach(() => {
+  renderer?.dispose();
+  renderer = null;
+});
+
+describe('the texts', () => {
+  it('says tasks, seconds and the summary as the kernel does', () => {
+    expect(tasksText(entry())).toBe('1,208/20,008 tasks (2 running)');
+    expect(formatSeconds(12.34, false)).toBe('12 s');
+    expect(formatSeconds(12.34, true)).toBe('12.3 s');
+    expect(formatSeconds(65, false)).toBe('1 min 05 s');
+    const ended = entry({
+      state: 'succeeded',
+      cancellable: false,
+      tasks: { total: 8, done: 8, active: 0, failed: 0 }
+    });
+    expect(summaryText(ended)).toBe('succeeded · 2 jobs · 8/8 tasks · 12.3 s');
+  });
+
+  it('ticks the elapsed time only while the group can still run', () => {
+    expect(shownElapsed(entry(), false, 3)).toBeCloseTo(15.3);
+    expect(shownElapsed(entry(), true, 3)).toBeCloseTo(12.3);
+    expect(shownElapsed(entry({ cancellable: false }), false, 3)).toBeCloseTo(
+      12.3
+    );
+  });
+});
+
+describe('the view', () => {
+  it('shows progress and a Cancel that asks the kernel on the control channel', async () => {
+    const kernel = new FakeKernel();
+    renderer = new CellProgressRenderer(() => kernel as any);
+    await renderer.renderModel(
+      model({ version: 1, cell: 4, final: false, groups: [entry()] })
+    );
+    const node = renderer.node;
+    const bar = node.querySelector('progress') as HTMLProgressElement;
+    expect(bar.value).toBe(1208);
+    expect(bar.max).toBe(20008);
+    expect(node.textContent).toContain('1,208/20,008 tasks (2 running)');
+    const jobLink = node.querySelector(
+      '.jp-SparkCell-job'
+    ) as HTMLAnchorElement;
+    expect(jobLink.getAttribute('href')).toMatch(
+      /proxy\/4040\/jobs\/job\/\?id=1$/
+    );
+    const cancel = node.querySelector(
+      '[data-testid="spark-cell-cancel"]'
+    ) as HTMLButtonElement;
+    cancel.click();
+    await flush();
+    expect(kernel.futures).toHaveLength(1);
+    const sent = kernel.futures[0].msg;
+    expect(sent.channel).toBe('control');
+    expect(sent.content).toMatchObject({
+      action: 'cancel',
+      groups: ['a:4'],
+      source: 'cell'
+    });
+    const pending = node.querySelector(
+      '[data-testid="spark-cell-cancel"]'
+    ) as HTMLButtonElement;
+    expect(pending.disabled).toBe(true);
+    expect(pending.textContent).toBe('Cancelling…');
+  });
+
+  it('ends as one summary line per group, with no bar and no Cancel', async () => {
+    renderer = new CellProgressRenderer(() => null);
+    const ended = entry({
+      state: 'cancelled',
+      cancellable: false,
+      job: null,
+      stage: null,
+      tasks: { total: 8, done: 3, active: 0, failed: 0 }
+    });
+    await renderer.renderModel(
+      model({ version: 1, cell: 4, final: true, groups: [ended] })
+    );
+    const node = renderer.node;
+    expect(node.querySelector('progress')).toBeNull();
+    expect(node.querySelector('button')).toBeNull();
+    const summary = node.querySelector('[data-testid="spark-cell-summary"]');
+    expect(summary?.textContent).toBe(
+      'cancelled · 2 jobs · 3/8 tasks · 12.3 s'
+    );
+  });
+
+  it('says so in one line when the notebook has no kernel to ask', async () => {
+    renderer = new CellProgressRenderer(() => null);
+    await renderer.renderModel(
+      model({ version: 1, cell: 4, final: false, groups: [entry()] })
+    );
+    (renderer.node.querySelector('button') as HTMLButtonElement).click();
+    await flush();
+    expect(renderer.node.textContent).toContain(
+      'This notebook has no kernel to ask.'
+    );
+  });
+});
