@@ -144,7 +144,9 @@ class JobBoard:
         self._pending_cancels: list[PendingCancel] = []
         self._listeners: dict[Listener, bool] = {}  # listener -> owed a call
         self._published: tuple[Any, ...] = ()  # content last sent to listeners
-        self.wake = threading.Event()  # set to make the producer poll now
+        self.wake = threading.Event()  # set to wake the producer (see take_wake)
+        self._wake_lock = threading.Lock()
+        self._urgent = False  # a wake that wants a poll at once
         self.cancel_ready = threading.Event()  # set when a cancel is queued
 
     # -- reading -------------------------------------------------------------------
@@ -158,7 +160,7 @@ class JobBoard:
         returns the function that unsubscribes it."""
         with self._lock:
             self._listeners[listener] = True  # fresh: gets the next snapshot regardless
-        self.wake.set()
+        self.wake_now()
 
         def unsubscribe() -> None:
             with self._lock:
@@ -171,7 +173,35 @@ class JobBoard:
         with self._lock:
             if listener in self._listeners:
                 self._listeners[listener] = True
+        self.wake_now()
+
+    # -- waking the producer -----------------------------------------------------------
+
+    def wake_now(self) -> None:
+        """Make the producer poll at once (a request, a new session or file)."""
+        with self._wake_lock:
+            self._urgent = True
+            self.wake.set()
+
+    def _wake_soon(self) -> None:
+        # A cell started or ended: the producer polls at its fast rate from now on, but
+        # not at once: a short cell would otherwise wait for a poll made beside it.
         self.wake.set()
+
+    def take_wake(self) -> bool:
+        """For the producer, once woken: True when it must poll at once, False when
+        only cells started or ended (the wake is then cleared)."""
+        with self._wake_lock:
+            urgent, self._urgent = self._urgent, False
+            if not urgent:
+                self.wake.clear()
+            return urgent
+
+    def clear_wake(self) -> None:
+        """For the producer, as a poll begins: what woke it is served by this poll."""
+        with self._wake_lock:
+            self._urgent = False
+            self.wake.clear()
 
     # -- what cells tell the board ---------------------------------------------------
 
@@ -183,7 +213,7 @@ class JobBoard:
             cell.description = cell.description or description
             cell.depth += 1
             self._group((session, execution_count))
-        self.wake.set()
+        self._wake_soon()
 
     def cell_finished(self, session: str, execution_count: int) -> None:
         """The cell of that group ended (its background threads may still run jobs)."""
@@ -191,7 +221,7 @@ class JobBoard:
             cell = self._cells.get(execution_count)
             if cell is not None:
                 cell.depth = max(0, cell.depth - 1)
-        self.wake.set()
+        self._wake_soon()
 
     # -- what backends that report their own operations tell the board (Connect) ----
 
@@ -217,7 +247,7 @@ class JobBoard:
             )
             if not report.done:
                 self._cancel_if_requested(group, [self._operations[operation_id]])
-        self.wake.set()
+        self.wake_now()
 
     # -- cancel requests ---------------------------------------------------------------
 
@@ -273,7 +303,7 @@ class JobBoard:
             if sessions and not cancelling:
                 messages.append(f"No running job group in {_which(session, everything)}.")
             self._snapshot = _with_cancelling(snapshot, set(cancelling), now)
-        self.wake.set()
+        self.wake_now()
         return CancelOutcome(tuple(cancelling), tuple(messages))
 
     def request_interrupt(self, session: str, execution_count: int) -> None:
@@ -285,7 +315,7 @@ class JobBoard:
             for group in [g for g in self._groups.values() if g.count == execution_count]:
                 self._mark_cancelled(group, now, "interrupt")
             self._queue(session, tag=job_tags.group_tag(session, execution_count))
-        self.wake.set()
+        self.wake_now()
 
     def cancels_of_cell(self, execution_count: int) -> list[tuple[str, str | None, list[int]]]:
         """The groups of cell ``execution_count`` a user cancelled: (group id, where
@@ -426,7 +456,7 @@ class JobBoard:
                         group.operation_ids.append(key)
                 group.job_ids.clear()
             self._jobs.clear()
-        self.wake.set()
+        self.wake_now()
 
     # -- internals (under ``_lock``) ---------------------------------------------------
 

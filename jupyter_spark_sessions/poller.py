@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,7 @@ class BoardPoller:
     def stop(self, timeout: float = 1.0) -> None:
         """Stop the threads and wait up to ``timeout`` for each (kernel shutdown)."""
         self._stopping.set()
-        self.board.wake.set()
+        self.board.wake_now()
         self.board.cancel_ready.set()
         for thread in self._threads:
             if thread is not threading.current_thread():
@@ -75,14 +76,26 @@ class BoardPoller:
     def _run(self) -> None:
         config = self.board.config
         while not self._stopping.is_set():
-            self.board.wake.clear()
+            self.board.clear_wake()
+            polled_at = time.monotonic()
             try:
                 self.poll_once()
             except Exception as exc:  # the JVM went away, a py4j hiccup: report, go on
                 log.debug("job board poll failed", exc_info=True)
                 self.board.update([], {}, 0, self._describe_safely(), error=_one_line(exc))
             interval = config.poll_interval if self.board.busy() else config.idle_poll_interval
-            self.board.wake.wait(interval)
+            self._wait(polled_at, interval)
+
+    def _wait(self, polled_at: float, interval: float) -> None:
+        # Until the interval is over or an urgent wake. A cell that started or ended
+        # brings the next poll to one fast interval from then at the latest: its jobs
+        # show within that, and a short cell does not wait for a poll made beside it.
+        board = self.board
+        deadline = polled_at + interval
+        while (remaining := deadline - time.monotonic()) > 0:
+            if not board.wake.wait(remaining) or board.take_wake():
+                return
+            deadline = min(deadline, time.monotonic() + board.config.poll_interval)
 
     def poll_once(self) -> BoardSnapshot:
         """One round: queued cancels, then fresh status, then the cancels it called

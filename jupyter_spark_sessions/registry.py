@@ -391,7 +391,7 @@ class SessionRegistry:
             self._sessions[name] = managed
             self._stopped.discard(name)
         self.board_poller.start()
-        self.board.wake.set()  # views list the new session at once
+        self.board.wake_now()  # views list the new session at once
         return managed
 
     # -- files ---------------------------------------------------------------------------
@@ -421,7 +421,7 @@ class SessionRegistry:
         return self.get(name).artifacts.list()
 
     def _added(self, result: AddResult) -> AddResult:
-        self.board.wake.set()  # views list the session's new file at once
+        self.board.wake_now()  # views list the session's new file at once
         return result
 
     def _artifacts_of(self, name: str) -> SessionArtifacts:
@@ -499,7 +499,7 @@ class SessionRegistry:
             except ArtifactError as exc:  # the session is back; say which file is not
                 refused.append(str(exc))
             recreated.append((managed.name, len(managed.artifacts.list())))
-        self.board.wake.set()
+        self.board.wake_now()
         master = str(root.sparkContext.master)
         return RestartReport(
             master, tuple(recreated), tuple(dropped), running is None, tuple(refused)
@@ -543,7 +543,7 @@ class SessionRegistry:
         managed.backend = backend
         # The old server session (if the server still knows it) goes in the background.
         threading.Thread(target=_release_quietly, args=(old,), daemon=True).start()
-        self.board.wake.set()
+        self.board.wake_now()
         return managed
 
     def _unregister(self, managed: ManagedSession) -> None:
@@ -571,7 +571,7 @@ class SessionRegistry:
             release = Release(name, managed.directory)
             release.cancelled = cancelled
             self._releases[name] = release
-        self.board.wake.set()
+        self.board.wake_now()
         if managed.origin == "adopted":
             managed.backend.forget()
             _remove_directory(managed.directory)

@@ -407,3 +407,16 @@ def test_an_operation_that_ended_with_its_server_is_lost() -> None:
     snapshot = board.update([], {}, 0, [])
     group = snapshot.group("c:4")
     assert group is not None and group.state == "lost" and group.jobs[0].status == "LOST"
+
+
+def test_cells_wake_the_producer_for_a_fast_poll_and_requests_for_one_at_once() -> None:
+    board = make_board("etl")
+    board.cell_started("etl", 1, "df.count()")
+    assert board.wake.is_set()
+    assert board.take_wake() is False, "a cell: poll at the fast rate, not at once"
+    assert not board.wake.is_set()
+    board.cell_finished("etl", 1)
+    board.wake_now()  # e.g. a new session, a subscription
+    assert board.take_wake() is True
+    board.clear_wake()
+    assert not board.wake.is_set() and board.take_wake() is False
