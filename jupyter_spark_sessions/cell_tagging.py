@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import IPython
 
-from . import job_tags
+from . import descriptions, job_tags
 from .registry import ManagedSession, SessionRegistry
 
 if TYPE_CHECKING:
@@ -104,9 +104,6 @@ class CellJobTagging:
 
 
 def first_line(source: str | None) -> str:
-    """The first non-blank line of a cell, shortened: how the board describes a group."""
-    for line in (source or "").splitlines():
-        line = line.strip()
-        if line:
-            return line if len(line) <= 80 else line[:79] + "…"
-    return ""
+    """How the board describes a group: the first line of the cell that is code doing
+    something (``descriptions.first_code_line``)."""
+    return descriptions.first_code_line(source)

@@ -9,16 +9,17 @@ a redraw.
 from __future__ import annotations
 
 import html
+import os
 import threading
 import time
 from typing import Any
 
 import ipywidgets as widgets
 
-from . import ipykernel_internals
+from . import ipykernel_internals, spark_ui
 from .board import JobBoard
 from .errors import SparkSessionsError
-from .snapshot import FINAL_STATES, BoardSnapshot, GroupView
+from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView, SessionView
 
 _BAR_STYLES = {
     "running": "info",
@@ -29,11 +30,19 @@ _BAR_STYLES = {
     "lost": "warning",
 }
 
+#: The kernel cannot tell which frontend shows the panel, so the note holds for all.
 FRONTEND_NOTE = (
-    "Cancel works while a cell runs in JupyterLab 4.4+ (kernel subshells). In other "
-    "frontends a click waits for the running cell: use the JupyterLab sidebar, or the "
-    "kernel's Interrupt (which cancels the running cell's Spark jobs)."
+    "Cancel works while the cell runs in JupyterLab 4.4+ and Notebook 7 (kernel "
+    "subshells). Elsewhere (VS Code, the classic Notebook) a click waits for the "
+    "running cell: press the kernel's Interrupt instead, which cancels only that "
+    "cell's Spark jobs."
 )
+
+#: Jobs listed under a group (the newest); the rest are counted.
+SHOWN_JOBS = 5
+
+#: How long a notice that reports no cancel in progress (an error) stays.
+NOTICE_SECONDS = 10.0
 
 #: The note where this ipykernel cannot hand the panel's clicks to their subshell.
 NO_ROUTER_NOTE = (
@@ -57,11 +66,12 @@ def _clicks_wait_for_the_cell(comm: Any) -> bool:
 
 
 def _button(panel: BoardPanel, description: str, tooltip: str) -> widgets.Button:
+    # A fixed width: the button stays put whatever the text beside it says.
     button = widgets.Button(
         description=description,
         tooltip=tooltip,
         button_style="danger",
-        layout=widgets.Layout(width="auto"),
+        layout=widgets.Layout(width="7em", flex="0 0 auto"),
     )
     # comm is None outside a kernel (e.g. in unit tests)
     if button.comm is not None and _clicks_wait_for_the_cell(button.comm):
@@ -69,16 +79,63 @@ def _button(panel: BoardPanel, description: str, tooltip: str) -> widgets.Button
     return button
 
 
+def _enable(button: widgets.Button, enabled: bool) -> None:
+    # A disabled button drops its red: it looks like what it is, not an alarm.
+    button.disabled = not enabled
+    button.button_style = "danger" if enabled else ""
+
+
+def _job_link(job: JobView, session: SessionView | None) -> str:
+    """Job N, linked to its page in Spark's UI through the Jupyter server's proxy."""
+    text = f"job {job.id}"
+    path = spark_ui.job_path(session.ui_url, job.id) if session and not job.operation_id else None
+    if path is None:
+        return text
+    href = spark_ui.join_base_url(spark_ui.base_url_from_environ(os.environ), path)
+    return (
+        f'<a href="{html.escape(href)}" target="_blank" rel="noopener" '
+        f'title="This job in Spark\'s UI">{text}</a>'
+    )
+
+
+def _jobs_html(group: GroupView, session: SessionView | None) -> str:
+    lines = [f"<code>{html.escape(group.description)}</code>"] if group.description else []
+    for job in group.jobs[-SHOWN_JOBS:]:
+        tasks = job.tasks
+        lines.append(
+            f"{_job_link(job, session)} {job.status.lower()} · "
+            f"{tasks.completed + tasks.skipped}/{tasks.total} tasks · "
+            f"<code>{html.escape(job.name)}</code>"
+        )
+    hidden = len(group.jobs) - SHOWN_JOBS
+    if hidden > 0:
+        lines.insert(1 if group.description else 0, f"… {hidden} earlier job(s)")
+    return "<small>" + "<br>".join(lines) + "</small>"
+
+
 class _GroupRow:
     def __init__(self, panel: BoardPanel, group_id: str) -> None:
-        self.label = widgets.HTML()
-        self.bar = widgets.FloatProgress(min=0.0, max=1.0, layout=widgets.Layout(width="30%"))
-        self.detail = widgets.HTML()
+        # Fixed widths before the Cancel button, the text that changes after it.
+        self.label = widgets.HTML(layout=widgets.Layout(width="13em", flex="0 0 auto"))
+        self.bar = widgets.FloatProgress(
+            min=0.0, max=1.0, layout=widgets.Layout(width="10em", flex="0 0 auto")
+        )
         self.cancel = _button(panel, "Cancel", f"Cancel job group {group_id}")
         self.cancel.on_click(lambda _: panel.cancel(groups=[group_id]))
-        self.box = widgets.HBox([self.label, self.bar, self.detail, self.cancel])
+        self.detail = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", margin="0 0 0 1em"))
+        self.jobs = widgets.HTML(layout=widgets.Layout(margin="0 0 0 1em"))
+        self.box = widgets.VBox(
+            [
+                widgets.HBox(
+                    [self.label, self.bar, self.cancel, self.detail],
+                    layout=widgets.Layout(align_items="center"),
+                ),
+                self.jobs,
+            ],
+            layout=widgets.Layout(margin="0 0 0.3em 1.5em"),  # nested under its session
+        )
 
-    def show(self, group: GroupView, now: float) -> None:
+    def show(self, group: GroupView, session: SessionView | None, now: float) -> None:
         tasks = group.tasks
         done = tasks.completed + tasks.skipped
         self.bar.value = done / tasks.total if tasks.total else 0.0
@@ -92,20 +149,28 @@ class _GroupRow:
             parts.append(f"{max(0.0, end - group.submitted_at):.0f} s")
         if group.tasks_still_running:
             parts.append(f"{group.tasks_still_running} task(s) still stopping")
-        if group.description:
-            parts.append(f"<code>{html.escape(group.description)}</code>")
         self.detail.value = " · ".join(parts)
-        self.cancel.disabled = group.state != "running"
+        # The description on a line of its own: beside the counts it wrapped the row.
+        self.jobs.value = _jobs_html(group, session)
+        _enable(self.cancel, group.state == "running")
 
 
 class _SessionRow:
     def __init__(self, panel: BoardPanel, name: str) -> None:
-        self.label = widgets.HTML()
+        self.label = widgets.HTML(layout=widgets.Layout(flex="1 1 auto"))
         self.cancel = _button(
             panel, "Cancel all", f"Cancel every running job group of session {name}"
         )
         self.cancel.on_click(lambda _: panel.cancel(session=name))
-        self.box = widgets.HBox([self.label, self.cancel])
+        self.groups = widgets.VBox()
+        self.box = widgets.VBox(
+            [
+                widgets.HBox(
+                    [self.cancel, self.label], layout=widgets.Layout(align_items="center")
+                ),
+                self.groups,
+            ]
+        )
 
 
 class BoardPanel:
@@ -115,18 +180,18 @@ class BoardPanel:
         self.board = board
         #: Set when a button's clicks cannot reach a subshell; the footer then says so.
         self.clicks_wait_for_the_cell = False
-        self._notice = ""
+        # The last click's outcome: its text, the groups whose cancel it reports (shown
+        # while one of them is cancelling), and when it was made.
+        self._notice: tuple[str, frozenset[str], float] = ("", frozenset(), 0.0)
         self._notice_lock = threading.Lock()
         self._group_rows: dict[str, _GroupRow] = {}
         self._session_rows: dict[str, _SessionRow] = {}
         self.header = widgets.HTML("<b>Spark sessions</b>: no sessions yet.")
+        #: One section per session: its row, then its groups (newest first).
         self.sessions_box = widgets.VBox()
-        self.groups_box = widgets.VBox()
         self.notice = widgets.HTML()
         self.footer = widgets.HTML(f"<small>{html.escape(FRONTEND_NOTE)}</small>")
-        self.widget = widgets.VBox(
-            [self.header, self.sessions_box, self.groups_box, self.notice, self.footer]
-        )
+        self.widget = widgets.VBox([self.header, self.sessions_box, self.notice, self.footer])
         self._unsubscribe = board.subscribe(self.render)
 
     def close(self) -> None:
@@ -138,15 +203,15 @@ class BoardPanel:
 
     def cancel(self, groups: list[str] | None = None, session: str | None = None) -> None:
         """A Cancel click: record the request, show the outcome at the next redraw."""
+        cancelling: tuple[str, ...] = ()
         try:
             outcome = self.board.request_cancel(groups or (), session=session, source="panel")
-            text = " ".join(outcome.messages) or "Cancel requested: " + ", ".join(
-                outcome.cancelling
-            )
+            cancelling = outcome.cancelling
+            text = " ".join(outcome.messages) or "Cancel requested: " + ", ".join(cancelling)
         except SparkSessionsError as exc:
             text = str(exc)
         with self._notice_lock:
-            self._notice = text
+            self._notice = (text, frozenset(cancelling), time.time())
         self.board.refresh(self.render)
 
     # -- drawing (producer thread only) ---------------------------------------------
@@ -168,40 +233,64 @@ class BoardPanel:
                     else ""
                 )
             )
+        sessions = {s.name: s for s in snapshot.sessions}
+        # A stopped session's groups stay under its name until the board drops them.
+        names = list(sessions) + list(
+            dict.fromkeys(g.session for g in snapshot.groups if g.session not in sessions)
+        )
         self.sessions_box.children = [
-            self._session_row(s.name, snapshot) for s in snapshot.sessions
+            self._section(n, sessions.get(n), snapshot, now) for n in names
         ]
-        rows = []
-        for group in reversed(snapshot.groups):  # newest first
-            row = self._group_rows.get(group.id)
-            if row is None:
-                row = self._group_rows[group.id] = _GroupRow(self, group.id)
-            row.show(group, now)
-            rows.append(row.box)
         shown = {g.id for g in snapshot.groups}
         for gid in [g for g in self._group_rows if g not in shown]:
             self._group_rows.pop(gid).box.close_all()
-        self.groups_box.children = rows
-        with self._notice_lock:
-            notice = self._notice
-        self.notice.value = f"<i>{html.escape(notice)}</i>" if notice else ""
+        for name in [n for n in self._session_rows if n not in names]:
+            self._session_rows.pop(name).box.close_all()
+        self.notice.value = self._notice_html(snapshot, now)
         if self.clicks_wait_for_the_cell:
             self.footer.value = f"<small>{html.escape(NO_ROUTER_NOTE)}</small>"
 
-    def _session_row(self, name: str, snapshot: BoardSnapshot) -> Any:
+    def _notice_html(self, snapshot: BoardSnapshot, now: float) -> str:
+        # "Cancel requested" only while a group it names is still cancelling.
+        with self._notice_lock:
+            text, groups, made_at = self._notice
+        if groups:
+            in_progress = any(
+                g.id in groups and g.state in ("running", "cancelling") for g in snapshot.groups
+            )
+            if not in_progress:
+                text = ""
+        elif now - made_at > NOTICE_SECONDS:
+            text = ""
+        return f"<i>{html.escape(text)}</i>" if text else ""
+
+    def _section(
+        self, name: str, session: SessionView | None, snapshot: BoardSnapshot, now: float
+    ) -> Any:
         row = self._session_rows.get(name)
         if row is None:
             row = self._session_rows[name] = _SessionRow(self, name)
-        session = next(s for s in snapshot.sessions if s.name == name)
-        active = sum(1 for g in snapshot.groups if g.session == name and not g.finished)
-        row.label.value = (
-            f"<b>{html.escape(name)}</b> ({session.origin}, {session.backend}, "
-            f"{html.escape(session.master)}): {active} active group(s)"
-            + (
-                f" <b>disconnected</b>: {html.escape(session.disconnected)}"
-                if session.disconnected
-                else ""
+        groups = [g for g in snapshot.groups if g.session == name]
+        active = sum(1 for g in groups if not g.finished)
+        if session is None:
+            row.label.value = f"<b>{html.escape(name)}</b> (stopped)"
+        else:
+            row.label.value = (
+                f"<b>{html.escape(name)}</b> ({session.origin}, {session.backend}, "
+                f"{html.escape(session.master)}): {active} active group(s)"
+                + (
+                    f" <b>disconnected</b>: {html.escape(session.disconnected)}"
+                    if session.disconnected
+                    else ""
+                )
             )
-        )
-        row.cancel.disabled = active == 0
+        _enable(row.cancel, session is not None and active > 0)
+        boxes = []
+        for group in reversed(groups):  # newest first
+            group_row = self._group_rows.get(group.id)
+            if group_row is None:
+                group_row = self._group_rows[group.id] = _GroupRow(self, group.id)
+            group_row.show(group, session, now)
+            boxes.append(group_row.box)
+        row.groups.children = boxes
         return row.box

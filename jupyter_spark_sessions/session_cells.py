@@ -34,11 +34,9 @@ def run_cell_in(
     from .cell_tagging import first_line
 
     session = registry.session(name)
-    with (
-        _spark_bound_to(shell, session),
-        registry.running_in(name, tagging.current_count(), first_line(cell)),
-    ):
-        return _execute(shell, cell)
+    count = tagging.current_count()
+    with _spark_bound_to(shell, session), registry.running_in(name, count, first_line(cell)):
+        return _execute(shell, cell, count)
 
 
 @contextmanager
@@ -55,13 +53,16 @@ def _spark_bound_to(shell: InteractiveShell, session: Any) -> Iterator[None]:
             user_ns["spark"] = previous
 
 
-def _execute(shell: InteractiveShell, cell: str) -> Any:
+def _execute(shell: InteractiveShell, cell: str, count: int) -> Any:
     source = shell.transform_cell(cell)  # type: ignore[no-untyped-call]
     tree = ast.parse(source)
+    ast.increment_lineno(tree, 1)  # the body starts below the %%spark_session line
     last_expr = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last_expr = ast.Expression(tree.body.pop().value)
-    filename = shell.compile.cache(cell)  # so tracebacks show the cell's lines
+    # Cached as cell `count` (tracebacks and job names say "In [count]"), with its
+    # lines where the notebook shows them.
+    filename = shell.compile.cache("\n" + cell, count)
     namespace = shell.user_ns
     exec(compile(tree, filename, "exec"), namespace)
     if last_expr is not None:

@@ -98,7 +98,7 @@ def test_control_request_cancels_busy_cell_and_spares_other_session(sessions: Ke
         lambda g: g["session"] == "a" and g["state"] == "running" and g["tasks"]["active"] > 0,
     )
     assert group["cell_running"] is True
-    assert group["description"] == "from pyspark.sql.functions import udf"
+    assert group["description"] == 'spark.range(0, 2, 1, 1).select(_sleepy("id")).collect()'
     assert group["tasks"]["total"] == 1 and len(group["jobs"]) == 1
     job = group["jobs"][0]
     assert job["status"] == "RUNNING", job

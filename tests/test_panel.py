@@ -14,7 +14,7 @@ from comm import DummyComm
 from jupyter_spark_sessions.board import JobBoard
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import UnknownSessionError
-from jupyter_spark_sessions.panel import BoardPanel
+from jupyter_spark_sessions.panel import FRONTEND_NOTE, BoardPanel
 from jupyter_spark_sessions.snapshot import SessionView, job_group, parse_job
 
 SENT: list[dict[str, Any]] = []
@@ -48,12 +48,20 @@ class Sessions:
 SESSION = SessionView("a", "created", "classic", "local[2]", "u-1", True, "/tmp/a")
 
 
-def feed(board: JobBoard, status: str) -> None:
-    data = {"jobId": 1, "status": status, "jobTags": ["jss:a", "jss:a:3"], "numTasks": 4}
-    data["numCompletedTasks"] = 1
+def feed(
+    board: JobBoard, status: str, session: SessionView = SESSION, count: int = 3, job_id: int = 1
+) -> None:
+    data = {
+        "jobId": job_id,
+        "name": f"count at In [{count}] line 2",
+        "status": status,
+        "jobTags": ["jss:a", f"jss:a:{count}"],
+        "numTasks": 4,
+        "numCompletedTasks": 1,
+    }
     key = job_group(data, {})
     assert key is not None
-    board.update([parse_job(data)], {1: key}, 0, [SESSION])
+    board.update([parse_job(data)], {job_id: key}, 0, [session])
 
 
 def sent_states(widget_comm_id: str) -> list[dict[str, Any]]:
@@ -82,4 +90,79 @@ def test_panel_shows_a_running_group_and_its_cancel_records_a_request() -> None:
 
     feed(board, "FAILED")
     assert "cancelled" in row.label.value
+    assert panel.notice.value == "", "the notice goes once the cancel has ended"
+    panel.close()
+
+
+def new_panel() -> tuple[JobBoard, BoardPanel]:
+    board = JobBoard(Sessions(), SparkSessionsConfig())  # type: ignore[arg-type]
+    return board, BoardPanel(board)
+
+
+def test_a_disabled_button_is_grey_and_an_enabled_one_red() -> None:
+    board, panel = new_panel()
+    feed(board, "RUNNING")
+    row = panel._group_rows["a:3"]
+    session_row = panel._session_rows["a"]
+    assert (row.cancel.disabled, row.cancel.button_style) == (False, "danger")
+    assert (session_row.cancel.disabled, session_row.cancel.button_style) == (False, "danger")
+    feed(board, "SUCCEEDED")
+    assert (row.cancel.disabled, row.cancel.button_style) == (True, "")
+    assert (session_row.cancel.disabled, session_row.cancel.button_style) == (True, "")
+    panel.close()
+
+
+def test_the_cancel_button_sits_after_fixed_width_parts_so_it_never_moves() -> None:
+    board, panel = new_panel()
+    feed(board, "RUNNING")
+    row = panel._group_rows["a:3"]
+    line = row.box.children[0]
+    assert line.children[:3] == (row.label, row.bar, row.cancel)
+    for part in (row.label, row.bar, row.cancel):
+        assert part.layout.width and part.layout.width.endswith("em"), part
+        assert part.layout.flex == "0 0 auto"
+    panel.close()
+
+
+def test_groups_are_nested_under_their_session_newest_first() -> None:
+    board, panel = new_panel()
+    feed(board, "SUCCEEDED", count=3, job_id=1)
+    feed(board, "RUNNING", count=5, job_id=2)
+    [section] = panel.sessions_box.children
+    session_row = panel._session_rows["a"]
+    assert section is session_row.box
+    assert session_row.groups.children == (
+        panel._group_rows["a:5"].box,
+        panel._group_rows["a:3"].box,
+    )
+    assert "1 active group(s)" in session_row.label.value
+    panel.close()
+
+
+def test_each_job_is_listed_by_its_call_site_and_linked_to_sparks_ui_through_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/ann/")
+    with_ui = SessionView(
+        "a", "created", "classic", "local[2]", "u-1", True, "/tmp/a", ui_url="http://10.0.0.5:4041"
+    )
+    board, panel = new_panel()
+    feed(board, "RUNNING", session=with_ui, job_id=7)
+    jobs = panel._group_rows["a:3"].jobs.value
+    assert 'href="/user/ann/proxy/4041/jobs/job/?id=7"' in jobs, jobs
+    assert "count at In [3] line 2" in jobs
+    panel.close()
+
+    board, panel = new_panel()
+    feed(board, "RUNNING", job_id=7)  # the Spark UI is off: no link
+    assert "href" not in panel._group_rows["a:3"].jobs.value
+    assert "job 7" in panel._group_rows["a:3"].jobs.value
+    panel.close()
+
+
+def test_the_footnote_names_every_frontend_where_cancel_works_and_the_way_elsewhere() -> None:
+    _, panel = new_panel()
+    assert "JupyterLab 4.4+ and Notebook 7" in FRONTEND_NOTE
+    assert "Interrupt" in FRONTEND_NOTE
+    assert "Notebook 7" in panel.footer.value
     panel.close()

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
 from ..job_tags import session_tag
-from . import api_flavour, cell_scope, driver_jar
+from . import api_flavour, call_site, cell_scope, driver_jar
 from .base import BackendKind, JobRef, OperationSink
 
 if TYPE_CHECKING:
@@ -650,6 +650,7 @@ class ClassicBackend:
         self.name = name
         self.session = session
         quiet_accumulator_server(session.sparkContext)
+        call_site.install()  # jobs named after the user's line (`count at In [4] line 2`)
         self.session_id = session_uuid(session)
         self.spark_session_tag = session_job_tag(session)
         #: Together they cover every job of the session: Spark's own session tag (SQL
