@@ -11,7 +11,8 @@ of the kernels rotates every round; only one job runs at a time):
 - ``sessions``: this project: ``%load_ext jupyter_spark_sessions``, ``%spark_session
   create a --master local[2]``, ``%spark_session use a``, and a comm opened from the
   client to the ``jupyter_spark_sessions`` target carrying a ``subscribe`` request (what
-  the JupyterLab sidebar does), so the kernel pushes board updates during the job;
+  the JupyterLab sidebar does), so the kernel pushes board updates during the job; the
+  in-cell progress view is on (the default), so its display messages go out too;
 - ``sparkmonitor``: sparkmonitor 3.3.0: ``%load_ext sparkmonitor.kernelextension``, a
   ``SparkMonitor`` comm opened as its frontend opens it (``{"msgtype":
   "openfromfrontend"}``), and the context built with the ``conf`` it puts in the user
@@ -27,8 +28,9 @@ Jobs (all JVM-only, so no Python worker blurs the figures):
 
 Per kernel and job: the cell's wall time (execute_request sent -> ``idle`` status
 received); CPU seconds (user + system) of the kernel and its children (the JVM) over the
-cell, and until the monitor went quiet; the comm messages and bytes (every frame of the
-message) the kernel sent on IOPub for the monitor; the lag, from the moment the cell
+cell, and until the monitor went quiet; the messages and bytes (every frame of the
+message) the kernel sent on IOPub for the monitor (``sessions``: the board's comm pushes
+plus the in-cell view's display messages, also counted alone); the lag, from the moment the cell
 records right after ``save()`` returns until the monitor's view shows the job ended
 (``sessions``: the first board push from which on the cell's group stays in a final
 state; ``sparkmonitor``: the arrival of the ``sparkJobEnd`` of the cell's last job); and
@@ -76,6 +78,7 @@ from jupyter_spark_sessions.backends.classic import (
     OWNED_CONTEXT_DEFAULTS,
     quiet_logging_env,
 )
+from jupyter_spark_sessions.cell_progress import MIME_TYPE as CELL_VIEW_MIME
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.snapshot import FINAL_STATES
 
@@ -154,6 +157,9 @@ class Window:
     iopub_bytes: int = 0
     monitor_msgs: int = 0
     monitor_bytes: int = 0
+    # sessions: the in-cell progress view's display messages (also in monitor_*)
+    cell_view_msgs: int = 0
+    cell_view_bytes: int = 0
     last_monitor_at: float | None = None
     group_pushes: list[tuple[float, bool]] = field(default_factory=list)  # (at, final)
     job_ends: list[tuple[float, int]] = field(default_factory=list)  # sparkmonitor
@@ -204,18 +210,27 @@ class BenchKernel:
         kind, size = header["msg_type"], sum(len(f) for f in frames)
         with self._lock:
             window = self._window
-            is_monitor = kind == "comm_msg" and content.get("comm_id") == self.monitor_comm
+            is_cell_view = kind in ("display_data", "update_display_data") and (
+                CELL_VIEW_MIME in content.get("data", {})
+            )
+            is_monitor = is_cell_view or (
+                kind == "comm_msg" and content.get("comm_id") == self.monitor_comm
+            )
             if window is None:
                 if kind == "comm_msg" and self._opening_comm:
                     self._comm_data.append((content.get("comm_id", ""), content.get("data", {})))
                 return
             window.iopub_msgs += 1
             window.iopub_bytes += size
+            if is_cell_view:
+                window.cell_view_msgs += 1
+                window.cell_view_bytes += size
             if is_monitor:
                 window.monitor_msgs += 1
                 window.monitor_bytes += size
                 window.last_monitor_at = at
-                self._decode_monitor(window, at, content.get("data", {}))
+                if not is_cell_view:
+                    self._decode_monitor(window, at, content.get("data", {}))
             if parent.get("msg_id") != window.msg_id:
                 return
             if kind == "execute_input":
@@ -403,6 +418,8 @@ def measure_job(kernel: BenchKernel, kind: str, sizes: Sizes, round_number: int)
         "cpu_until_quiet_s": cpu_until_quiet,
         "monitor_msgs": window.monitor_msgs,
         "monitor_bytes": window.monitor_bytes,
+        "cell_view_msgs": window.cell_view_msgs,
+        "cell_view_bytes": window.cell_view_bytes,
         "iopub_msgs": window.iopub_msgs,
         "iopub_bytes": window.iopub_bytes,
         "monitor_kinds": dict(window.monitor_kinds),
@@ -486,6 +503,8 @@ def summarize(runs: list[dict[str, Any]], empty: dict[str, list[float]]) -> dict
                         "cpu_until_quiet_s",
                         "monitor_msgs",
                         "monitor_bytes",
+                        "cell_view_msgs",
+                        "cell_view_bytes",
                         "iopub_msgs",
                         "iopub_bytes",
                         "lag_s",

@@ -28,7 +28,12 @@ def _messages(figure: dict[str, Any]) -> str:
     count, size = figure["monitor_msgs_median"], figure["monitor_bytes_median"]
     if not count:
         return "0"
-    return f"{count:,.0f} ({size / 1e6:.2f} MB)"
+    text = f"{count:,.0f} ({size / 1e6:.2f} MB)"
+    views = figure.get("cell_view_msgs_median")
+    if views:
+        view_mb = figure["cell_view_bytes_median"] / 1e6
+        text += f", of which the in-cell view {views:,.0f} ({view_mb:.2f} MB)"
+    return text
 
 
 def _quiet(figure: dict[str, Any]) -> str:
@@ -138,7 +143,8 @@ Jobs, all JVM-only:
 - big job ({sizes["big_tasks"]:,} tasks, once per kernel{big_skipped}): `{jobs["big"]}`
 
 Wall time is the cell's, from execute_request to the idle status; CPU is user + system
-of the kernel and its JVM over the cell; messages are what the monitor's comm sent on
+of the kernel and its JVM over the cell (this project: with the in-cell progress view
+shown and the sidebar's comm subscribed); messages are what the monitor sent on
 IOPub for the job (bytes: every frame). Lag runs from the moment `save()` returned to
 when the monitor showed the job ended (this project: the first board push from which on
 the cell's group stays final; sparkmonitor: its `sparkJobEnd` message). "Last message"

@@ -138,7 +138,9 @@ class _Bench:
         scale_py4j = self._py4j_of_one_poll()
         update_ms = self._timed_update_alone(10 * rounds)
         snapshot = self.board.snapshot()
+        t0 = time.perf_counter()
         message = _encode(snapshot)
+        full_encode_ms = (time.perf_counter() - t0) * 1000
         board_shape = {
             "groups": len(snapshot.groups),
             "finished_groups": sum(1 for g in snapshot.groups if g.finished),
@@ -174,7 +176,12 @@ class _Bench:
             "scale_round_ms_median": statistics.median(scale["round"]),
             "scale_round_ms_max": max(scale["round"]),
             "board_update_alone_ms_median": statistics.median(update_ms),
-            "update_message_bytes": len(message),
+            # What a subscribed comm is pushed after each poll (a patch) ...
+            "update_message_bytes": max(scale["bytes"]),
+            "update_message_bytes_median": statistics.median(scale["bytes"]),
+            # ... and the whole board it gets once when it subscribes (and `list` answers).
+            "full_board_bytes": len(message),
+            "full_board_encode_ms": full_encode_ms,
             "cancelled_job_tasks": TASKS_PER_CANCELLED_JOB,
             "python_worker_reuse": sc.getConf().get("spark.python.worker.reuse", "true"),
             "python_task_kill_timeout": sc.getConf().get("spark.python.task.killTimeout", "2s"),
@@ -269,13 +276,16 @@ class _Bench:
         self._stop_producer()
         for _ in range(5):  # this thread's first py4j call opens its connection
             self.poller.poll_once()
-        times: dict[str, list[float]] = {"poll": [], "encode": [], "round": []}
+        times: dict[str, list[float]] = {"poll": [], "encode": [], "round": [], "bytes": []}
+        sent = self.board.snapshot().to_dict()
         for _ in range(count):
             t0 = time.perf_counter()
             snapshot = self.poller.poll_once()
             t1 = time.perf_counter()
             if encode:
-                _encode(snapshot)
+                board = snapshot.to_dict()
+                times["bytes"].append(len(_encode_patch(sent, board)))
+                sent = board
             t2 = time.perf_counter()
             times["poll"].append((t1 - t0) * 1000)
             times["encode"].append((t2 - t1) * 1000)
@@ -393,6 +403,8 @@ class _Bench:
         return {
             "freed_ms_median": statistics.median(figures["freed"]),
             "freed_ms_max": max(figures["freed"]),
+            "freed_ms_min": min(figures["freed"]),
+            "freed_ms_all": figures["freed"],
             "board_cancelled_ms_median": statistics.median(figures["board_cancelled"]),
             "board_no_task_running_ms_median": statistics.median(figures["board_no_task_running"]),
             "collect_raised_ms_median": statistics.median(figures["collect_raised"]),
@@ -491,13 +503,23 @@ def _watch_cancel(
 
 
 def _encode(snapshot: Any) -> bytes:
-    # What a subscribed comm pushes (RequestHandler.subscribe), serialized the way
-    # ipykernel's session serializes message content.
+    # The whole board a comm gets when it subscribes (RequestHandler.subscribe),
+    # serialized the way ipykernel's session serializes message content.
     from jupyter_client.session import json_packer
 
     from jupyter_spark_sessions import protocol
 
     data: bytes = json_packer(protocol.board_update(snapshot.to_dict()))
+    return data
+
+
+def _encode_patch(sent: dict[str, Any], board: dict[str, Any]) -> bytes:
+    # What a subscribed comm is pushed after each later poll: what changed.
+    from jupyter_client.session import json_packer
+
+    from jupyter_spark_sessions import protocol
+
+    data: bytes = json_packer(protocol.board_patch(sent, board))
     return data
 
 

@@ -10,6 +10,7 @@ def render(result: dict[str, Any]) -> str:
     r, t = result, result["targets"]
     board = r["board"]
     kib = r["update_message_bytes"] / 1024
+    full_kib = r.get("full_board_bytes", 0) / 1024
     quick = " (**--quick run: not the full size**)" if r.get("quick") else ""
     poll = f"{r['poll_50_running_ms_median']:.2f} ms (max {r['poll_50_running_ms_max']:.2f} ms)"
     scale_round = f"{r['scale_round_ms_median']:.2f} ms (max {r['scale_round_ms_max']:.2f} ms)"
@@ -25,12 +26,17 @@ def render(result: dict[str, Any]) -> str:
         (f"{n} poll (median)", f"{r['scale_poll_ms_median']:.2f} ms", ""),
         ("its py4j round trips (longest reply)", _py4j(r.get("scale_poll_py4j")), ""),
         (f"{n} `board.update` alone (median)", f"{r['board_update_alone_ms_median']:.2f} ms", ""),
-        (f"{n} encoding the update (median)", f"{r['scale_encode_ms_median']:.2f} ms", ""),
+        (f"{n} encoding the push (median)", f"{r['scale_encode_ms_median']:.2f} ms", ""),
         (f"{n} poll + encoding (median)", scale_round, f"< {t['scale_round_ms_median']:g} ms"),
         (
-            "one full-board update message",
-            f"{kib:,.0f} KiB",
+            "one push to a subscribed comm (largest of the timed rounds)",
+            f"{kib:,.1f} KiB",
             f"< {t['update_message_bytes'] / 1024:g} KiB",
+        ),
+        (
+            "the whole board, sent once when a comm subscribes (and to `list`)",
+            f"{full_kib:,.0f} KiB, encoded in {r.get('full_board_encode_ms', 0):.0f} ms",
+            "",
         ),
         (
             'cancel request -> board shows "cancelled" (median)',
@@ -62,9 +68,10 @@ thread, no Python worker), submitted by its own thread. With the board's produce
 stopped, its round (`BoardPoller.poll_once`) is timed {r["timed_polls"]} times. Then
 {r["retained_groups"]:,} finished groups are added, each from one tiny real job
 (`range(0, 1, 1, 1).collect()`) in a group of its own (built in
-{r["build_retained_groups_s"]:.0f} s), and each round also encodes the update a
-subscribed comm gets (`snapshot.to_dict()`, `protocol.board_update`, jupyter_client's
-`json_packer`). The board then held {board["groups"]:,} groups ({board["finished_groups"]:,}
+{r["build_retained_groups_s"]:.0f} s), and each round also encodes what a subscribed
+comm is pushed after a poll (`snapshot.to_dict()`, `protocol.board_patch` against the
+board pushed before, jupyter_client's `json_packer`: docs/protocol.md).
+The board then held {board["groups"]:,} groups ({board["finished_groups"]:,}
 finished) and {board["jobs"]:,} jobs ({board["running_jobs"]} running).
 
 Slots freed: a group whose job runs {r["cancelled_job_tasks"]} tasks of a sleeping Python
@@ -93,9 +100,17 @@ def _why_not(r: dict[str, Any]) -> str:
         )
     if r["update_message_bytes"] >= 256 * 1024:
         reasons.append(
-            f"The whole board is the {r['board']['jobs']:,} jobs of its groups with their "
-            "stages; later pushes are patches (docs/protocol.md), but a frontend that joins "
-            "gets it all, and building it (`board.update`) grows with the retained groups."
+            f"The pushes are patches, but one carried {r['update_message_bytes'] / 1024:,.0f} "
+            "KiB: many groups changed between two polls."
+        )
+    if r["freed_ms_median"] > 1200 and "freed_ms_min" in r:
+        reasons.append(
+            "Slots freed: Spark's `PythonRunner.MonitorThread` looks at a task it must kill "
+            "every 2 s (`Thread.sleep(2000)`, not configurable), then waits "
+            "`spark.python.task.killTimeout` (0 s here) and kills the worker: a cancelled "
+            "task's worker goes 0 to 2 s after the cancel reaches the executor, about 1 s on "
+            f"average, whatever the board does. This run: {r['freed_ms_min']:.0f} to "
+            f"{r['freed_ms_max']:.0f} ms over {len(r['freed_ms_all'])} rounds."
         )
     return "\n" + "\n\n".join(reasons) + "\n" if reasons else ""
 

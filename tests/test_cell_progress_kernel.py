@@ -31,7 +31,7 @@ def _slow(x):
     import time
     time.sleep(0.6)
     return x
-spark.range(0, 16, 1, 16).select(_slow("id")).count()"""
+len(spark.range(0, 16, 1, 16).select(_slow("id")).collect())"""
 
 # One task sleeping for minutes: the cell stays busy until cancelled.
 LONG_JOB = """from pyspark.sql.functions import udf

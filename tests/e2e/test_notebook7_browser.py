@@ -27,6 +27,7 @@ from .notebook import (
     run_all,
     run_cell,
 )
+from .test_cell_progress_browser import check_cell_progress
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
@@ -123,3 +124,9 @@ def test_notebook7_shows_a_kernel_without_the_extension_at_once(
     run_cell(page, 1)  # %load_ext: noticed when the cell ends
     status.and_(page.locator("[data-status='ready']")).wait_for(timeout=10_000)
     assert UNKNOWN_CONTROL not in notebook7.log_text()
+
+
+def test_notebook7_shows_progress_under_the_running_cell_and_cancels_it_there(
+    notebook7: NotebookServer, notebook7_page: Any
+) -> None:
+    check_cell_progress(notebook7, notebook7_page, "notebook")
