@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import job_tags
+from . import descriptions, job_tags
 from .errors import UnknownGroupError, UnknownSessionError
 from .snapshot import (
     FINAL_STATES,
@@ -65,10 +65,20 @@ class _Cell:
 
     description: str = ""
     depth: int = 0  # > 0 while it runs (a %%spark_session body nests in its cell)
+    #: The cell's code, described (``descriptions.first_code_line``: it parses the
+    #: cell, ~1 ms) only once a group of the cell has jobs, on the producer's thread:
+    #: not on every cell's.
+    source: str | None = None
 
     @property
     def running(self) -> bool:
         return self.depth > 0
+
+    def described(self) -> str:
+        if self.source is not None:
+            self.description = self.description or descriptions.first_code_line(self.source)
+            self.source = None
+        return self.description
 
 
 @dataclass
@@ -205,12 +215,16 @@ class JobBoard:
 
     # -- what cells tell the board ---------------------------------------------------
 
-    def cell_started(self, session: str, execution_count: int, description: str) -> None:
+    def cell_started(
+        self, session: str, execution_count: int, description: str = "", source: str = ""
+    ) -> None:
         """A cell began running bound to ``session``: its jobs form the groups
-        ``<session>:<execution_count>`` of whichever sessions run them."""
+        ``<session>:<execution_count>`` of whichever sessions run them. The groups are
+        described by ``description``, else by the first line of code of ``source``."""
         with self._lock:
             cell = self._cells.setdefault(execution_count, _Cell())
-            cell.description = cell.description or description
+            if not cell.description and cell.source is None:
+                cell.description, cell.source = description, (source or None)
             cell.depth += 1
             self._group((session, execution_count))
         self._wake_soon()
@@ -487,6 +501,8 @@ class JobBoard:
             self._operations[o] for o in group.operation_ids
         )
         cell = self._cells.get(group.count) if group.count is not None else None
+        if cell is not None and jobs:
+            cell.described()  # only groups with jobs are shown
         # JobViews are immutable and replaced when Spark reports a change, so the
         # tuple compares by identity in the common case.
         inputs = (

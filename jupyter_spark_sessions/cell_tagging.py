@@ -32,7 +32,7 @@ class CellJobTagging:
     def __init__(self, shell: InteractiveShell, registry: SessionRegistry) -> None:
         self.shell = shell
         self.registry = registry
-        # Per thread: the running cell's count and first line, and the (session,
+        # Per thread: the running cell's count and source, and the (session,
         # count) whose tags it pushed, if any.
         self._pushed = threading.local()
 
@@ -53,7 +53,7 @@ class CellJobTagging:
         counted = COUNTED_BEFORE_PRE_RUN_CELL and getattr(info, "store_history", True)
         count = self.shell.execution_count - (1 if counted else 0)  # the In [N] shown
         local.count = count
-        local.description = first_line(getattr(info, "raw_cell", ""))
+        local.source = getattr(info, "raw_cell", "")  # described by the board, if shown
         if not len(self.registry):
             return  # nothing managed: no cost on cells
         managed = self.registry.find(self.shell.user_ns.get("spark"))
@@ -84,7 +84,7 @@ class CellJobTagging:
             log.warning("could not tag the jobs of this cell for session %r", name)
             return
         self._pushed.value = (name, count)
-        self.registry.board.cell_started(name, count, getattr(self._pushed, "description", ""))
+        self.registry.board.cell_started(name, count, source=getattr(self._pushed, "source", ""))
 
     def _pop(self) -> None:
         pushed: tuple[str, int] | None = getattr(self._pushed, "value", None)

@@ -182,6 +182,7 @@ def board_patch(sent: dict[str, Any], board: dict[str, Any]) -> dict[str, Any]:
     pushed on a subscribed comm after the first. ``apply_board_patch`` undoes it."""
     before = {g["id"]: g for g in sent["groups"]}
     now = [g["id"] for g in board["groups"]]
+    shown = set(now)
     patch: dict[str, Any] = {
         "version": PROTOCOL_VERSION,
         "type": "board_patch",
@@ -190,7 +191,7 @@ def board_patch(sent: dict[str, Any], board: dict[str, Any]) -> dict[str, Any]:
         "updated_at": board["updated_at"],
         # Unchanged groups are the very dicts sent before (GroupView.as_dict).
         "groups": [g for g in board["groups"] if not _same(before.get(g["id"]), g)],
-        "removed_groups": [gid for gid in before if gid not in set(now)],
+        "removed_groups": [gid for gid in before if gid not in shown],
         "other_running_jobs": board["other_running_jobs"],
         "error": board["error"],
     }

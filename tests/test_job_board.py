@@ -256,6 +256,20 @@ def test_unchanged_groups_keep_their_view_and_data_from_poll_to_poll() -> None:
     assert after is not None and after.cell_running is False
 
 
+def test_a_cells_source_is_described_once_its_group_has_jobs() -> None:
+    # Parsing a cell costs about a millisecond: not on the cell's thread, and only for
+    # cells whose groups are shown.
+    board = make_board("a")
+    board.cell_started("a", 5, source="import os\n# go\nn = spark.range(3).count()")
+    cell = board._cells[5]
+    feed(board)
+    assert cell.source is not None  # no job yet: not parsed
+    snap = feed(board, job_data(1, tags=("jss:a", "jss:a:5")))
+    group = snap.group("a:5")
+    assert group is not None and group.description == "n = spark.range(3).count()"
+    assert cell.source is None
+
+
 def test_listeners_hear_changes_once_and_fresh_ones_at_once() -> None:
     board = make_board("a")
     heard: list[int] = []
