@@ -233,10 +233,14 @@ def test_the_job_pages_links_and_assets_stay_under_the_proxy_and_load(ran: RanJo
     assert not outside, f"links that leave {prefix}/: {outside}"
     assets = sorted(u for u in urls if u.startswith(prefix + "/static/"))
     assert any(u.endswith(".css") for u in assets) and any(u.endswith(".js") for u in assets)
-    # Spark's root ({prefix}/, the logo) redirects to an absolute URL without the
-    # prefix (JettyUtils.createRedirectHandler): left out here, see docs/security.md.
     links = sorted(u for u in urls if u not in assets and u != prefix + "/")
     assert any("/stages/stage/" in u for u in links), links
+    # The root (the logo's link): Spark's own handler redirects to an absolute URL
+    # without the prefix; the contexts this project starts redirect relatively
+    # (java/jss/UiRootRedirect.java), which stays under the proxy.
+    assert prefix + "/" in urls
+    root = ran.server.request("GET", prefix + "/")
+    assert root.status == 302 and root.headers["Location"] == "jobs/", root.headers
     for url in [*assets, *links, f"{prefix}/api/v1/applications"]:
         reply = ran.server.request("GET", url)
         assert reply.status == 200, (url, reply.status, reply.text[:300])

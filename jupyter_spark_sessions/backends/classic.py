@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
+
 #: Must be set on a session before its first query or artifact call to take effect.
 ISOLATION_CONF = "spark.sql.artifact.isolation.enabled"
 
@@ -284,7 +286,12 @@ def start_context(
     env.update(quiet_logging_env(conf))
     _drop_py4j_tracebacks_of_a_dead_jvm()
     with _environ(env), api_flavour.classic():
-        return builder.getOrCreate()
+        session = builder.getOrCreate()
+    try:  # the UI's root stays under a proxy (Spark UI links through the Jupyter server)
+        driver_jar.instance(session.sparkContext, "jss.UiRootRedirect")
+    except Exception:  # a UI without it only links its logo outside the proxy
+        log.warning("could not make the Spark UI's root redirect relative", exc_info=True)
+    return session
 
 
 class _DeadJvmLogFilter(logging.Filter):
