@@ -47,7 +47,9 @@ board shows each job ended within one ``poll_interval`` (``config.py``) of the j
 (median lag of every job).
 
 Run: ``python benchmarks/board_overhead.py`` (``--rounds N``; ``--quick`` for
-development: 1 round, small jobs). Writes benchmarks/results/board_overhead.json (or
+development: 1 round, small jobs; ``--skip-big`` leaves the 200,000-task job out and
+``--big-only`` runs only it, into board_overhead_big.json). Writes
+benchmarks/results/board_overhead.json (or
 ``--output PATH``); ``board_overhead_render.render`` turns it into a docs section.
 Needs the ``bench`` extra (sparkmonitor) and Java 17. The full run takes long: with
 sparkmonitor, the 200,000-task job's event backlog alone can drain for many minutes.
@@ -553,6 +555,13 @@ def judge(summary: dict[str, Any]) -> bool:
     )
 
 
+def judge_big(summary: dict[str, Any]) -> bool:
+    # The 200,000-task job alone: this project's board still shows it ended within one
+    # poll interval (its wall ratio is one run, shown but not judged).
+    lag = summary["figures"]["big"]["sessions"]["lag_s_median"]
+    return lag is not None and lag <= POLL_INTERVAL_S
+
+
 def print_run(record: dict[str, Any]) -> None:
     lag = "-" if record["lag_s"] is None else f"{record['lag_s']:.2f} s"
     quiet = "-" if record["quiet_after_end_s"] is None else f"{record['quiet_after_end_s']:.1f} s"
@@ -608,7 +617,14 @@ def main() -> None:
     parser.add_argument(
         "--skip-big", action="store_true", help="leave out the 200,000-task job (long)"
     )
+    parser.add_argument(
+        "--big-only",
+        action="store_true",
+        help="only the 200,000-task job, once per kernel (results: board_overhead_big.json)",
+    )
     args = parser.parse_args()
+    if args.big_only and args.output == RESULTS:
+        args.output = RESULTS.with_name("board_overhead_big.json")
     sizes = QUICK if args.quick else FULL
     if args.drain_limit is not None:
         sizes = replace(sizes, drain_limit_s=args.drain_limit)
@@ -632,7 +648,7 @@ def main() -> None:
         for name in CONFIGS:
             for kind in ("tasks", "cpu"):
                 kernels[name].ok(job_code(kind, replace(QUICK, tasks=200)))
-        for round_number in range(1, rounds + 1):
+        for round_number in range(1, 0 if args.big_only else rounds + 1):
             shift = (round_number - 1) % len(CONFIGS)
             order = CONFIGS[shift:] + CONFIGS[:shift]
             for kind in ("tasks", "cpu"):
@@ -665,7 +681,7 @@ def main() -> None:
 
     summary = summarize(runs, empty)
     result: dict[str, Any] = {
-        "benchmark": "board_overhead",
+        "benchmark": "board_overhead_big" if args.big_only else "board_overhead",
         "rounds": rounds,
         "quick": args.quick,
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -680,7 +696,7 @@ def main() -> None:
         },
         "runs": runs,
     }
-    result["meets_targets"] = judge(summary)
+    result["meets_targets"] = judge_big(summary) if args.big_only else judge(summary)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))

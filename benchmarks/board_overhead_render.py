@@ -158,3 +158,25 @@ cell. In brackets: median and range of the per-round ratios to no monitor.{quick
 
 Targets met: **{"yes" if result["meets_targets"] else "NO"}** (measured {result["measured_at"]}).
 """
+
+
+def render_big(result: dict[str, Any]) -> str:
+    """The section of a ``board_overhead.py --big-only`` result: the 200,000-task job,
+    once per kernel, to show whether a monitor's cost and lag grow with the task count."""
+    sizes, jobs = result["sizes"], result["jobs"]
+    rows = "\n".join(_rows(result, "big"))
+    verdict = "yes" if result["meets_targets"] else "NO"
+    return f"""## The 200,000-task job (`benchmarks/board_overhead.py --big-only`)
+
+The kernels and settings of the section above, in a run of their own: the
+{sizes["big_tasks"]:,}-task job once per kernel, `{jobs["big"]}`. Set beside the
+20,000-task job above, it shows whether the cost and the lag grow with the task count
+(sparkmonitor's stream was cut off {sizes["drain_limit_s"]:.0f} s after the cell, still
+sending). One run each: the ratio (in brackets) is one pair, not a median.
+
+| figure | no monitor | jupyter_spark_sessions | sparkmonitor 3.3.0 | target |
+|---|---|---|---|---|
+{rows}
+
+Lag within one poll interval: **{verdict}** (measured {result["measured_at"]}).
+"""

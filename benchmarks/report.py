@@ -133,6 +133,7 @@ Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_
 
 RENDERERS = {
     "board_overhead": board_overhead_render.render,
+    "board_overhead_big": board_overhead_render.render_big,
     "board_scale": board_scale_render.render,
     "cell_overhead": cell_overhead_render.render,
     "cancel_latency": _cancel_latency,
