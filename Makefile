@@ -96,7 +96,8 @@ LOWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbac
 	tests/test_package.py tests/test_private_apis.py tests/test_connect_private_apis.py \
 	tests/test_sessions_kernel.py tests/test_artifacts_kernel.py \
 	tests/test_job_board_kernel.py tests/test_server_relay.py tests/test_demos.py \
-	tests/test_recovery_kernel.py
+	tests/test_recovery_kernel.py tests/test_cell_progress.py tests/test_cell_progress_kernel.py \
+	tests/test_descriptions.py tests/test_descriptions_kernel.py
 # The smoke subset: the private-API checks (which ipykernel routing is in force), the
 # panel, isolated sessions and their same-named files, a busy cell cancelled from the
 # control channel and from the panel, the demo that watches and cancels.

@@ -122,7 +122,11 @@ def render(result: dict[str, Any]) -> str:
         if result.get("quick")
         else ""
     )
-    big_skipped = "" if "big" in result["figures"] else "; not run this time: `--skip-big`"
+    big_skipped = (
+        ""
+        if "big" in result["figures"]
+        else "; left out of this run (`--skip-big`): see its own run (`--big-only`) below"
+    )
     return f"""## Board overhead beside sparkmonitor (`benchmarks/board_overhead.py`)
 
 What watching Spark jobs from a frontend costs. Three real kernels, each with its own
@@ -172,7 +176,10 @@ The kernels and settings of the section above, in a run of their own: the
 {sizes["big_tasks"]:,}-task job once per kernel, `{jobs["big"]}`. Set beside the
 20,000-task job above, it shows whether the cost and the lag grow with the task count
 (sparkmonitor's stream was cut off {sizes["drain_limit_s"]:.0f} s after the cell, still
-sending). One run each: the ratio (in brackets) is one pair, not a median.
+sending). One run each, in the order no monitor, this project, sparkmonitor: a ratio (in
+brackets) is one pair, not a median, and a wall ratio of one run carries the machine's
+drift over the run (on this 2-core VM, paired rounds of the 20,000-task job spread
+0.8-1.2); the CPU ratio is the steadier figure of a monitor's cost.
 
 | figure | no monitor | jupyter_spark_sessions | sparkmonitor 3.3.0 | target |
 |---|---|---|---|---|

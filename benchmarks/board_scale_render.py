@@ -98,6 +98,16 @@ def _why_not(r: dict[str, Any]) -> str:
             f"its reply is {reply:,} characters, and py4j answers a reply over 8 KiB about "
             "40 ms late: the reply must shrink (fewer fields, or compressed), not the count."
         )
+    if r["poll_50_running_ms_median"] >= 5 and reply <= 8192:
+        reasons.append(
+            f"The poll with {r['running_jobs']} running jobs is one py4j round trip "
+            f"({reply:,}-character compressed reply). Timed apart (30 reads, this VM), the "
+            "JVM's read of the status store (`jss.BoardReader.read`: running jobs, their "
+            "live stages, gzip) is about 2.6 ms of it; the rest is Python turning "
+            f"{r['running_jobs']} jobs into the board (JSON, `parse_job`, stages, "
+            "`board.update`): about 3 ms on this machine, which grows with the running "
+            "jobs, not with the retained groups (the 1,000-group poll above)."
+        )
     if r["update_message_bytes"] >= 256 * 1024:
         reasons.append(
             f"The pushes are patches, but one carried {r['update_message_bytes'] / 1024:,.0f} "

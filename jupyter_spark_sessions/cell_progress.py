@@ -112,7 +112,7 @@ class CellProgressViews:
         with view.lock:
             view.ended = True
         if view.shown or time.monotonic() - view.started >= _SUMMARY_AFTER:
-            # The cell's end woke the board: its next poll brings the final state.
+            # A poll at once, whose snapshot (final, or not yet) comes to on_snapshot.
             self.registry.board.refresh(self.on_snapshot)
             view.settled.wait(_FINAL_WAIT)
         with self._lock:
