@@ -31,7 +31,8 @@ def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None
     open_notebook(page, lab.url, lab.token, "panel.ipynb")
     # Run the first four cells; the fifth waits for b's thread after the cancel.
     run_all(page)
-    cancel = page.locator("button[title^='Cancel job group a:']")
+    # The panel's button (the in-cell view under the busy cell has a Cancel too).
+    cancel = page.locator(".widget-button[title^='Cancel job group a:']")
     cancel.wait_for(timeout=120_000)
     group = cancel.get_attribute("title").removeprefix("Cancel job group ")
     page.locator(".jp-Notebook .jp-Cell").nth(3).locator(

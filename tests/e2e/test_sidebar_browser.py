@@ -121,10 +121,14 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
         timeout=30_000
     )
     assert "were cancelled from the sidebar." in cell_output(page, 2).inner_text()
+    # The in-cell view's summary comes as the cell ends, just after its error.
+    summary = cell_output(page, 2).locator("[data-testid='spark-cell-summary']")
+    summary.wait_for(timeout=30_000)
+    assert summary.inner_text().startswith("cancelled · 1 job · "), summary.inner_text()
     # What the user reads in place of Spark's stack: the cell's `use` line, the in-cell
-    # progress's summary line (when it is on), then one line.
+    # view's summary (its group id, then the line), then one line.
     shown = [line for line in cell_output(page, 2).inner_text().splitlines() if line.strip()]
-    assert shown[0] == "`spark` is now session 'a'." and len(shown) <= 3, shown
+    assert shown[0] == "`spark` is now session 'a'." and len(shown) <= 4, shown
     assert shown[-1].startswith("JobsCancelled: The Spark jobs of a:3 (job "), shown
     assert not any("Traceback" in line or "Py4J" in line for line in shown), shown
     cell_output(page, 2).screenshot(path=str(SCREENSHOTS / "cancelled-cell.png"))
