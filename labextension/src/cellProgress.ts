@@ -16,6 +16,7 @@ import { Kernel } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { CANCEL_TIMEOUT_MS, sendControlRequest } from './connection';
+import { el, externalLink } from './dom';
 import { oneLine } from './format';
 import { cancelRequest } from './messages';
 import type { CellProgress, CellProgressGroup } from './protocol';
@@ -71,31 +72,11 @@ export function summaryText(group: CellProgressGroup): string {
   ].join(' · ');
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
-
 function link(href: string | null, text: string, title: string): HTMLElement {
   if (href === null) {
     return el('span', '', text);
   }
-  const anchor = el('a', 'jp-SparkCell-link', text);
-  anchor.href = href;
-  anchor.target = '_blank';
-  anchor.rel = 'noopener';
-  anchor.title = title;
-  return anchor;
+  return externalLink(href, text, title, 'jp-SparkCell-link');
 }
 
 /** Where a Cancel goes: the kernel of the notebook showing the output. */

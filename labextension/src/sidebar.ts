@@ -10,6 +10,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { KernelBoardConnection } from './connection';
+import { el, externalLink } from './dom';
 import {
   codeSpans,
   elapsedSeconds,
@@ -50,21 +51,6 @@ function isUp(status: Kernel.Status): boolean {
   return status === 'idle' || status === 'busy';
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
-
 /** Appends a message, its `backticked` parts as <code>. */
 function appendMessage(parent: HTMLElement, message: string): void {
   for (const span of codeSpans(message)) {
@@ -76,18 +62,12 @@ function appendMessage(parent: HTMLElement, message: string): void {
   }
 }
 
-/** A link that opens in a new tab, without giving that tab this window. */
-function externalLink(
+function sessionsLink(
   href: string,
   text: string,
   title: string
 ): HTMLAnchorElement {
-  const link = el('a', 'jp-SparkSessions-link', text);
-  link.href = href;
-  link.target = '_blank';
-  link.rel = 'noopener noreferrer';
-  link.title = title;
-  return link;
+  return externalLink(href, text, title, 'jp-SparkSessions-link');
 }
 
 /** Options of the sidebar (the base URL is for tests). */
@@ -412,7 +392,7 @@ export class SparkSessionsSidebar extends Widget {
     info.appendChild(master);
     const jobsUrl = sparkJobsUrl(this._baseUrl, session.ui_url ?? '');
     if (jobsUrl !== null) {
-      const link = externalLink(
+      const link = sessionsLink(
         jobsUrl,
         'Spark UI \u2197',
         `The Spark UI of ${session.name}'s driver (${session.ui_url}), through the Jupyter server`
@@ -570,7 +550,7 @@ export class SparkSessionsSidebar extends Widget {
         : null;
     const label =
       jobUrl !== null
-        ? externalLink(
+        ? sessionsLink(
             jobUrl,
             `Job ${job.id}`,
             `${job.name}\nOpen job ${job.id} in the Spark UI`
