@@ -12,11 +12,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import UnknownSessionError
-from .snapshot import BoardSnapshot, JobView, SessionView, job_group, parse_job, parse_stage
+from .snapshot import (
+    BoardSnapshot,
+    GroupKey,
+    JobView,
+    SessionView,
+    job_group,
+    parse_job,
+    parse_stage,
+    status_is_running,
+)
 
 if TYPE_CHECKING:
     from .backends.base import JobFeed, SessionBackend
@@ -39,6 +48,7 @@ class BoardPoller:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._start_lock = threading.Lock()
+        self._readers: dict[JobFeed, _FeedReader] = {}
 
     def start(self) -> None:
         """Start the threads (idempotent)."""
@@ -108,15 +118,14 @@ class BoardPoller:
         for feed in feed_of.values():
             if feed is not None and all(feed is not f for f in feeds):
                 feeds.append(feed)
-        data: list[dict[str, Any]] = []
-        jobs: list[JobView] = []
-        for feed in feeds:
-            fed = feed.poll(self.board.settling_job_ids())
-            data += fed
-            jobs += _with_stages(feed, [parse_job(d) for d in fed])
         by_spark_tag = {b.spark_session_tag: n for n, b in backends.items() if b.spark_session_tag}
-        keys = {int(d["jobId"]): k for d in data if (k := job_group(d, by_spark_tag)) is not None}
-        running = [k for d in data if d.get("status") == "RUNNING" for k in [keys.get(d["jobId"])]]
+        self._readers = {feed: self._readers.get(feed) or _FeedReader(feed) for feed in feeds}
+        read: list[tuple[JobView, GroupKey | None]] = []
+        for feed in feeds:
+            read += self._readers[feed].read(self.board.settling_job_ids(), by_spark_tag)
+        jobs = [view for view, _ in read]
+        keys = {view.id: key for view, key in read if key is not None}
+        running = [key for view, key in read if view.status == "RUNNING"]
         sessions = []
         for name in backends:
             count = None
@@ -155,16 +164,46 @@ class BoardPoller:
         return views
 
 
-def _with_stages(feed: JobFeed, jobs: list[JobView]) -> list[JobView]:
-    running = [j for j in jobs if j.running]
-    if not running:
-        return jobs
-    stage_data = feed.running_stages({s for j in running for s in j.stage_ids})
-    stages = {stage.id: stage for stage in map(parse_stage, stage_data)}
-    return [
-        replace(j, stages=tuple(stages[s] for s in j.stage_ids if s in stages)) if j.running else j
-        for j in jobs
-    ]
+class _FeedReader:
+    """Reads one feed into ``JobView``s and their groups, reusing last poll's view of a
+    job whose data Spark reports unchanged (a long task moves no count). Parsing is most
+    of a poll's Python time, and the board compares reused views by identity, so its
+    unchanged groups cost nothing either."""
+
+    def __init__(self, feed: JobFeed) -> None:
+        self._feed = feed
+        self._by_spark_tag: Mapping[str, str] = {}
+        #: job id -> (its data, its running stages' data, view, group) at the last poll.
+        self._last: dict[int, tuple[dict[str, Any], tuple[Any, ...], JobView, GroupKey | None]]
+        self._last = {}
+
+    def read(
+        self, also: list[int], by_spark_tag: Mapping[str, str]
+    ) -> list[tuple[JobView, GroupKey | None]]:
+        fed = self._feed.poll(also)
+        running = [d for d in fed if status_is_running(str(d.get("status", "UNKNOWN")))]
+        wanted = {int(s) for d in running for s in d.get("stageIds", ())}
+        stage_data = {}
+        if wanted:
+            stage_data = {int(d["stageId"]): d for d in self._feed.running_stages(wanted)}
+        if by_spark_tag != self._by_spark_tag:  # a session came or went: regroup
+            self._by_spark_tag, self._last = dict(by_spark_tag), {}
+        last, self._last = self._last, {}
+        read = []
+        for data in fed:
+            job_id = int(data["jobId"])
+            stages: tuple[Any, ...] = ()
+            if status_is_running(str(data.get("status", "UNKNOWN"))):
+                stages = tuple(stage_data[s] for s in data.get("stageIds", ()) if s in stage_data)
+            before = last.get(job_id)
+            if before is not None and before[0] == data and before[1] == stages:
+                view, key = before[2], before[3]
+            else:
+                view = parse_job(data, tuple(map(parse_stage, stages)))
+                key = job_group(data, by_spark_tag)
+            self._last[job_id] = (data, stages, view, key)
+            read.append((view, key))
+        return read
 
 
 def _one_line(exc: BaseException) -> str:

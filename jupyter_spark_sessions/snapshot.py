@@ -81,7 +81,12 @@ class JobView:
 
     @property
     def running(self) -> bool:
-        return self.status not in _ENDED
+        return status_is_running(self.status)
+
+
+def status_is_running(status: str) -> bool:
+    """Whether a job with this status (Spark's, or ``LOST``) has not ended."""
+    return status not in _ENDED
 
 
 @dataclass(frozen=True)
@@ -180,8 +185,9 @@ def _seconds(millis: Any) -> float | None:
     return millis / 1000.0 if isinstance(millis, int | float) else None
 
 
-def parse_job(data: dict[str, Any]) -> JobView:
-    """A ``JobView`` from Spark's ``JobData`` JSON (absent fields count as 0)."""
+def parse_job(data: dict[str, Any], stages: tuple[StageView, ...] = ()) -> JobView:
+    """A ``JobView`` from Spark's ``JobData`` JSON (absent fields count as 0), with its
+    running ``stages``."""
     tasks = TaskCounts(
         total=int(data.get("numTasks", 0)),
         active=int(data.get("numActiveTasks", 0)),
@@ -199,6 +205,7 @@ def parse_job(data: dict[str, Any]) -> JobView:
         tasks=tasks,
         stage_ids=tuple(int(s) for s in data.get("stageIds", ())),
         kill_reasons=tuple(str(r) for r in (data.get("killedTasksSummary") or {})),
+        stages=stages,
     )
 
 

@@ -3,6 +3,7 @@ that the registry, the board and the tagger need nothing but the backend interfa
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,7 +21,8 @@ class FakeJobFeed:
         self.jobs: dict[int, dict[str, Any]] = {}
 
     def poll(self, also: Iterable[int]) -> list[dict[str, Any]]:
-        return list(self.jobs.values())
+        # New dicts each poll, as a real feed's (JobFeed.poll).
+        return copy.deepcopy(list(self.jobs.values()))
 
     def running_stages(self, stage_ids: Iterable[int]) -> list[dict[str, Any]]:
         return []

@@ -4,13 +4,16 @@ cancel, tag and release reaches Spark only through ``SessionBackend``."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_backend import FakeBackend, FakeJobFeed
 
+from jupyter_spark_sessions import poller
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import SessionNameError
 from jupyter_spark_sessions.registry import SessionRegistry
+from jupyter_spark_sessions.snapshot import parse_job
 
 
 def job(job_id: int, session: str, cell: int, status: str = "RUNNING") -> dict[str, object]:
@@ -59,6 +62,41 @@ def test_a_group_cancel_reaches_only_its_sessions_backend(registry: SessionRegis
     poll(registry)
     states = {g.id: g.state for g in registry.board.snapshot().groups}
     assert states == {"a:3": "cancelled", "b:4": "running"}
+
+
+def test_a_poll_parses_only_the_jobs_spark_reports_changed(
+    registry: SessionRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[int] = []
+
+    def counting_parse_job(data: dict[str, Any], stages: tuple[Any, ...] = ()) -> Any:
+        parsed.append(int(data["jobId"]))
+        return parse_job(data, stages)
+
+    monkeypatch.setattr(poller, "parse_job", counting_parse_job)
+    feed = FakeJobFeed()
+    registry.register("a", FakeBackend("a", feed), "created", isolated=True)
+    feed.jobs = {1: job(1, "a", 3), 2: job(2, "a", 4)}
+    poll(registry)
+    before = {g.id: g for g in registry.board.snapshot().groups}
+    assert sorted(parsed) == [1, 2]
+    parsed.clear()
+    feed.jobs[2] = {**job(2, "a", 4), "numCompletedTasks": 1}
+    poll(registry)
+    after = {g.id: g for g in registry.board.snapshot().groups}
+    assert parsed == [2]
+    assert after["a:3"] is before["a:3"]
+    assert after["a:4"].tasks.completed == 1 and before["a:4"].tasks.completed == 0
+
+    # A job of a Spark session not yet registered is no group's; once it is, the job
+    # is read again into that session's group, though Spark's data did not change.
+    feed.jobs[5] = {**job(5, "a", 6), "sparkSession": "spark-session-b"}
+    poll(registry)
+    assert "a:6" not in {g.id for g in registry.board.snapshot().groups}
+    registry.register("b", FakeBackend("b", feed), "created", isolated=True)
+    poll(registry)
+    groups = {g.id: [j.id for j in g.jobs] for g in registry.board.snapshot().groups}
+    assert groups["b:6"] == [5] and "a:6" not in groups
 
 
 def test_running_in_tags_the_thread_through_the_backend(registry: SessionRegistry) -> None:

@@ -49,7 +49,8 @@ class JobFeed(Protocol):
 
     def poll(self, also: Iterable[int]) -> list[dict[str, Any]]:
         """Spark's ``JobData`` (as dicts) of the running jobs, of the jobs that ended
-        since the last poll, and of the jobs ``also`` asks for again."""
+        since the last poll, and of the jobs ``also`` asks for again; new dicts each
+        time (the poller keeps the last ones to see what changed)."""
         ...
 
     def running_stages(self, stage_ids: Iterable[int]) -> list[dict[str, Any]]:

@@ -804,6 +804,10 @@ _FEEDS: dict[str, ContextJobFeed] = {}
 _SESSION_TAG = re.compile(r"spark-session-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
 
 
+def _is_session_tag(tag: str) -> bool:
+    return tag.startswith("spark-session-") and _SESSION_TAG.fullmatch(tag) is not None
+
+
 class ContextJobFeed:
     """The jobs of one SparkContext, read for the board (``JobFeed``); one per context,
     used from the board's thread only (see ``JobStatusReader``)."""
@@ -856,8 +860,8 @@ class ContextJobFeed:
         self._stages = reply["stages"]
         jobs = running + fetched
         for data in jobs:  # the session Spark ran it in (SQL jobs only)
-            tags = (str(t) for t in data.get("jobTags", ()))
-            data["sparkSession"] = next((t for t in tags if _SESSION_TAG.fullmatch(t)), "")
+            tags = data.get("jobTags", ())
+            data["sparkSession"] = next((t for t in tags if _is_session_tag(t)), "")
         return jobs
 
     def running_stages(self, stage_ids: Iterable[int]) -> list[dict[str, Any]]:
