@@ -402,6 +402,19 @@ class JobBoard:
                 return True
         return any(not g.finished or g.tasks_still_running for g in self._snapshot.groups)
 
+    def winding_down_cancel(self) -> bool:
+        """True for a few seconds after a cancel request while its group still shows a
+        job or task running: the producer polls faster then, so that the cancel's end
+        shows, and a killed task's Python worker is ended (``jss.KilledTaskWorkers``),
+        soon after Spark marks the tasks killed, which comes a moment after the request."""
+        now = time.time()
+        return any(
+            g.cancel_requested_at is not None
+            and now - g.cancel_requested_at < _CANCEL_WIND_DOWN_SECONDS
+            and (g.state == "cancelling" or g.tasks_still_running)
+            for g in self._snapshot.groups
+        )
+
     def settling_job_ids(self) -> list[int]:
         """Ended jobs whose tasks are still winding down: re-read them each poll."""
         with self._lock:
@@ -567,6 +580,9 @@ class JobBoard:
             del self._cells[n]
         return [v for v in shown if v.id not in dropped]
 
+
+#: How long after a cancel request the producer may poll faster (``winding_down_cancel``).
+_CANCEL_WIND_DOWN_SECONDS = 3.0
 
 #: How the board describes a session's jobs that no managed cell started.
 _BACKGROUND_DESCRIPTION = "jobs started outside a cell bound to this session (threads)"

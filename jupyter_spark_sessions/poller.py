@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Seconds between polls while a cancelled group winds down (``JobBoard.winding_down_cancel``).
+CANCEL_POLL_INTERVAL = 0.05
+
 
 class BoardPoller:
     """Polls fast while jobs run (``poll_interval``), slowly when idle
@@ -94,6 +97,8 @@ class BoardPoller:
                 log.debug("job board poll failed", exc_info=True)
                 self.board.update([], {}, 0, self._describe_safely(), error=_one_line(exc))
             interval = config.poll_interval if self.board.busy() else config.idle_poll_interval
+            if self.board.winding_down_cancel():
+                interval = min(interval, CANCEL_POLL_INTERVAL)
             self._wait(polled_at, interval)
 
     def _wait(self, polled_at: float, interval: float) -> None:

@@ -176,6 +176,18 @@ def test_cancel_is_a_request_the_final_state_comes_from_spark() -> None:
     assert group is not None and group.tasks_still_running == 0
 
 
+def test_the_board_asks_for_fast_polls_while_a_cancel_winds_down_only() -> None:
+    board = make_board("a", "b")
+    feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))
+    assert not board.winding_down_cancel()  # running, not cancelled: the usual pace
+    board.request_cancel(["a:3"])
+    assert board.winding_down_cancel()
+    feed(board, job_data(1, "FAILED", numActiveTasks=1), job_data(2, tags=("jss:b", "jss:b:4")))
+    assert board.winding_down_cancel()  # ended, but a killed task still holds its slot
+    feed(board, job_data(1, "FAILED"), job_data(2, tags=("jss:b", "jss:b:4")))
+    assert not board.winding_down_cancel()
+
+
 def test_cancel_errors_change_nothing() -> None:
     board = make_board("a")
     feed(board, job_data(1))

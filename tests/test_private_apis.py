@@ -198,6 +198,53 @@ def test_cancel_job_cancels_one_job_by_id(root: Any) -> None:
     assert errors and "cancelled" in errors[0].lower()
 
 
+def test_the_board_reader_ends_the_python_workers_of_killed_tasks(
+    root: Any, tmp_path: Path
+) -> None:
+    # Spark's BasePythonRunner$MonitorThread ends a killed task's worker on its next
+    # 2-second tick; jss.KilledTaskWorkers (private fields of that thread) does it at the
+    # reader's next read. Cancelled at once after the workers start, before that tick.
+    import os
+    import threading
+
+    sc = root.sparkContext
+    reader = classic.JobStatusReader(sc)
+    assert reader._reader.killedTaskWorkersProblem() == ""
+    piddir = str(tmp_path)
+    errors: list[str] = []
+
+    def sleeper(x: int) -> int:
+        open(os.path.join(piddir, str(os.getpid())), "w").close()
+        time.sleep(60)
+        return x
+
+    def run() -> None:
+        sc.setJobGroup("killed-workers-probe", "probe", interruptOnCancel=True)
+        try:
+            sc.parallelize(range(2), 2).map(sleeper).count()
+        except Exception as exc:
+            errors.append(str(exc))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while len(os.listdir(piddir)) < 2:
+        assert time.monotonic() < deadline, "the probe's workers never started"
+        time.sleep(0.02)
+    pids = [int(name) for name in os.listdir(piddir)]
+    sc.cancelJobGroup("killed-workers-probe")
+    ended = 0
+    deadline = time.monotonic() + 1.5
+    while ended < 2 and time.monotonic() < deadline:
+        ended += reader.read((), -1, 0)["endedWorkers"]
+        time.sleep(0.02)
+    assert ended == 2, "the reader did not end the killed tasks' workers"
+    thread.join(30)
+    assert errors and "cancelled" in errors[0].lower()
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
 def test_a_tagged_thread_has_the_session_active_in_the_jvm_and_in_pyspark(root: Any) -> None:
     from pyspark.sql import SparkSession
 
@@ -284,7 +331,9 @@ def test_the_driver_jar_is_built_from_the_java_sources() -> None:
         manifest = jar.read("META-INF/MANIFEST.MF").decode().replace("\r\n ", "").replace("\n ", "")
         names = jar.namelist()
     assert f"Source-SHA256: {digest}" in manifest.splitlines(), "run `make jar`"
-    assert {"jss/CellScope.class", "jss/BoardReader.class"} <= set(names)
+    assert {"jss/CellScope.class", "jss/BoardReader.class", "jss/KilledTaskWorkers.class"} <= set(
+        names
+    )
 
 
 @contextmanager

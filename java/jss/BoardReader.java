@@ -43,9 +43,31 @@ public final class BoardReader {
     private final ObjectMapper mapper = new ObjectMapper();
     private final List<JobExecutionStatus> running = Collections.singletonList(JobExecutionStatus.RUNNING);
 
+    private KilledTaskWorkers killedTaskWorkers;
+    private String killedTaskWorkersProblem = "";
+    private volatile boolean endingKilledTaskWorkers = true;
+
     public BoardReader(SparkContext sc) {
         this.sc = sc;
         this.store = sc.statusStore();
+        try {
+            killedTaskWorkers = new KilledTaskWorkers(SparkContext.class.getClassLoader());
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError notThisSpark) {
+            killedTaskWorkersProblem = notThisSpark.toString();
+        }
+    }
+
+    /**
+     * Whether reads end killed tasks' Python workers (on by default; off, Spark's own
+     * monitor does, on its 2-second tick: benchmarks/board_scale.py's baseline).
+     */
+    public void endKilledTaskWorkers(boolean on) {
+        endingKilledTaskWorkers = on;
+    }
+
+    /** Why killed tasks' Python workers are left to Spark's timing ("" when they are not). */
+    public String killedTaskWorkersProblem() {
+        return killedTaskWorkersProblem;
     }
 
     /**
@@ -65,6 +87,7 @@ public final class BoardReader {
         }
         int total = sc.dagScheduler().numTotalJobs();
         reply.put("total", total);
+        reply.put("endedWorkers", endKilledTaskWorkers());
 
         List<JobData> runningJobs = CollectionConverters.asJava(store.jobsList(running));
         Set<Integer> runningIds = new HashSet<>();
@@ -123,6 +146,20 @@ public final class BoardReader {
             }
         }
         return compressed(reply);
+    }
+
+    // Before reading the jobs: a cancelled task whose worker ends now shows ended sooner.
+    private int endKilledTaskWorkers() {
+        if (killedTaskWorkers == null || !endingKilledTaskWorkers) {
+            return 0;
+        }
+        try {
+            return killedTaskWorkers.endKilled();
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError failed) {
+            killedTaskWorkers = null; // left to Spark from now on; said once, not per poll
+            killedTaskWorkersProblem = failed.toString();
+            return 0;
+        }
     }
 
     /**
