@@ -12,9 +12,14 @@ Three kernels, driven as a frontend drives them (``tests/kernel_driver.py``):
 Figures:
 
 - the empty-cell round trip: from sending the ``execute_request`` of ``x = 1`` until
-  both its ``execute_reply`` and its ``status: idle`` arrived; after a warm-up, blocks of
-  cells run in turn on (a), (b), (c), (d) until each has ``--rounds`` cells (default
-  300); medians. Targets: (c) - (a) < 2 ms, (b) - (a) about 0 (< 0.25 ms).
+  both its ``execute_reply`` and its ``status: idle`` arrived. Each round starts fresh
+  kernels (a), (b), (c) (a kernel process's own speed differs from another's by up to
+  about 1 ms a cell on this VM, whatever runs in it), warms them up, then runs blocks of
+  cells in turn on (a), (b), (c), (d) until each has ``--cells`` cells (default 200).
+  Per round: each configuration's median, and the differences. Reported: the median over
+  ``--rounds`` rounds (default 5) of each difference, with its range. Targets: (c) - (a)
+  < 2 ms, (b) - (a) about 0 (< 0.25 ms). (c) - (d), in one kernel, is the binding's own
+  cost, free of the between-process difference.
 - py4j round trips per cell, in kernel (c): after the timing (so the counting does not
   slow what is timed), ``py4j.clientserver.ClientServerConnection.send_command`` (the
   connection PySpark 4.3 uses in its default pinned-thread mode; py4j's classic
@@ -26,14 +31,16 @@ Figures:
   post_run_cell). Counted over ``--count-cells`` bound cells (c) and unbound cells (d).
   Targets: at most 2 per bound cell (one at start, one at end), 0 per unbound cell.
 
-Run: ``python benchmarks/cell_overhead.py`` (``--rounds N`` cells per configuration;
-``--quick``: 60 cells each, results to a temp file). Writes
+Run: ``python benchmarks/cell_overhead.py`` (``--rounds N`` rounds of fresh kernels,
+``--cells N`` cells per configuration and round; ``--quick``: 2 rounds of 60 cells,
+results to a temp file). Writes
 benchmarks/results/cell_overhead.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -42,6 +49,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -92,8 +100,14 @@ def _jss_wrap(cls):
 _jss_wrap(_cs.ClientServerConnection)
 _jss_wrap(_jg.GatewayConnection)
 
+def _jss_pre_execute():
+    # Before every pre_run_cell hook: what ran since the last cell's end was between
+    # the cells (the end of a cell's work the extension does after its reply).
+    _jss_rt["between"] = _jss_rt["main"] - _jss_rt["at_post"]
+    _jss_rt["at_pre_execute"] = _jss_rt["main"]
+
 def _jss_pre(info):
-    _jss_rt["start"] = _jss_rt["main"] - _jss_rt["at_post"]
+    _jss_rt["start"] = _jss_rt["main"] - _jss_rt["at_pre_execute"]
     _jss_rt["at_pre"] = _jss_rt["main"]
     _jss_rt["in_cell"] = True
     _jss_rt["on_main"] = _t.get_ident() == _jss_main
@@ -102,11 +116,17 @@ def _jss_post(result):
     if _jss_rt["in_cell"]:
         end = _jss_rt["main"] - _jss_rt["at_pre"]
         labels, _jss_rt["labels"] = dict(_jss_rt["labels"]), _C()
-        _jss_rt["cells"].append((_jss_rt["start"], end, labels, _jss_rt["on_main"]))
+        _jss_rt["cells"].append(
+            (_jss_rt["start"], end, labels, _jss_rt["on_main"], _jss_rt["between"])
+        )
     _jss_rt["at_post"] = _jss_rt["main"]
     _jss_rt["in_cell"] = False
 
-# After the extension's hooks: they run in registration order.
+_jss_rt["between"] = 0
+_jss_rt["at_pre_execute"] = 0
+# After the extension's hooks: they run in registration order; pre_execute fires before
+# any pre_run_cell hook.
+get_ipython().events.register("pre_execute", _jss_pre_execute)
 get_ipython().events.register("pre_run_cell", _jss_pre)
 get_ipython().events.register("post_run_cell", _jss_post)
 """
@@ -114,18 +134,38 @@ get_ipython().events.register("post_run_cell", _jss_post)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=300, help="timed cells per configuration")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of fresh kernels")
+    parser.add_argument("--cells", type=int, default=200, help="timed cells per config and round")
     parser.add_argument("--count-cells", type=int, default=50, help="cells for the py4j count")
     parser.add_argument("--quick", action="store_true", help="small and fast, for development")
     parser.add_argument("--output", type=Path, help="where to write the JSON result")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.count_cells = 60, 10
+        args.rounds, args.cells, args.count_cells = 2, 60, 10
     output = args.output or (
         Path(tempfile.gettempdir()) / "cell_overhead.quick.json" if args.quick else RESULTS
     )
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+    rounds = []
+    counts: dict[str, Any] = {}
+    for number in range(args.rounds):
+        last = number == args.rounds - 1
+        with _kernels() as kernels:
+            rounds.append(measure_round(kernels, args.cells))
+            if last:  # after the timing, so the counting does not slow what is timed
+                counts = _count_round_trips(kernels["c"], args.count_cells)
+        print(f"round {number + 1}: {json.dumps(rounds[-1]['median'])}", file=sys.stderr)
+    result = summarize(rounds, args.cells, counts)
+    result["quick"] = bool(args.quick)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    print(f"wrote {output}")
+
+
+@contextlib.contextmanager
+def _kernels() -> Iterator[dict[str, Kernel]]:
     kernels: dict[str, Kernel] = {}
     ipython_dir = tempfile.mkdtemp(prefix="jss-bench-ipython-")  # no history in ~/.ipython
     try:
@@ -138,7 +178,7 @@ def main() -> None:
         kernels["c"].ok("%spark_session use a")
         kernels["c"].ok("spark.range(3).collect()")  # the session's first query, once
         kernels["c"].ok("_jss_bound = spark")
-        result = measure(kernels, args.rounds, args.count_cells)
+        yield kernels
     finally:
         for kernel in kernels.values():
             try:
@@ -147,52 +187,67 @@ def main() -> None:
                 print(f"kernel shutdown failed: {exc!r}", file=sys.stderr)
             shutil.rmtree(kernel._spec_root, ignore_errors=True)
         shutil.rmtree(ipython_dir, ignore_errors=True)
-    result["quick"] = bool(args.quick)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
-    print(f"wrote {output}")
 
 
-def measure(kernels: dict[str, Kernel], rounds: int, count_cells: int) -> dict[str, Any]:
+def measure_round(kernels: dict[str, Kernel], cells: int) -> dict[str, Any]:
+    """One round on fresh kernels: each configuration's cells, in alternating blocks."""
     # (d) is kernel (c) with `spark` unbound: each block first sets the binding.
     kernel_of = {"a_no_extension": "a", "b_extension_no_session": "b"}
     kernel_of |= {"c_bound": "c", "d_session_unbound": "c"}
     binding = {"c_bound": "spark = _jss_bound", "d_session_unbound": "spark = None"}
 
-    def block(config: str, cells: int) -> list[float]:
+    def block(config: str, count: int) -> list[float]:
         kernel = kernels[kernel_of[config]]
         if config in binding:
             kernel.ok(binding[config])
-        return [_round_trip_ms(kernel, "x = 1") for _ in range(cells)]
+        return [_round_trip_ms(kernel, "x = 1") for _ in range(count)]
 
     for config in CONFIGS:  # warm-up
         block(config, BLOCK)
     times: dict[str, list[float]] = {c: [] for c in CONFIGS}
     cycles: list[dict[str, float]] = []  # per cycle of blocks: each block's median
-    while any(len(t) < rounds for t in times.values()):
+    while any(len(t) < cells for t in times.values()):
         cycle = {}
         for config in CONFIGS:
-            cells = block(config, min(BLOCK, rounds - len(times[config])))
-            times[config] += cells
-            cycle[config] = statistics.median(cells)
+            timed = block(config, min(BLOCK, cells - len(times[config])))
+            times[config] += timed
+            cycle[config] = statistics.median(timed)
         cycles.append(cycle)
     median = {c: statistics.median(t) for c, t in times.items()}
-    p90 = {c: statistics.quantiles(t, n=10)[-1] for c, t in times.items()}
+    kernels["c"].ok("spark = _jss_bound")
+    return {"median": median, "times": times, "cycles": cycles}
 
-    counts = _count_round_trips(kernels["c"], count_cells)
+
+def summarize(rounds: list[dict[str, Any]], cells: int, counts: dict[str, Any]) -> dict[str, Any]:
+    """Medians over rounds of each round's differences, with their ranges."""
+
+    def over_rounds(config: str, baseline: str = "a_no_extension") -> dict[str, Any]:
+        each = [r["median"][config] - r["median"][baseline] for r in rounds]
+        return {"median": statistics.median(each), "min": min(each), "max": max(each), "each": each}
+
+    everything = {c: [t for r in rounds for t in r["times"][c]] for c in CONFIGS}
+    cycles = [c for r in rounds for c in r["cycles"]]
+    bound, loaded = over_rounds("c_bound"), over_rounds("b_extension_no_session")
+    unbound, binding = over_rounds("d_session_unbound"), over_rounds("c_bound", "d_session_unbound")
     result: dict[str, Any] = {
         "benchmark": "cell_overhead",
-        "rounds": rounds,
+        "rounds": len(rounds),
+        "cells_per_round": cells,
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cell": "x = 1",
-        "round_trip_ms_median": median,
-        "round_trip_ms_p90": p90,
-        "bound_minus_plain_ms": median["c_bound"] - median["a_no_extension"],
-        "loaded_minus_plain_ms": median["b_extension_no_session"] - median["a_no_extension"],
-        "unbound_minus_plain_ms": median["d_session_unbound"] - median["a_no_extension"],
-        # Less sensitive to a machine whose load changes during the run: the median over
-        # cycles of the difference between neighbouring blocks' medians.
+        "round_trip_ms_median": {c: statistics.median(t) for c, t in everything.items()},
+        "round_trip_ms_p90": {c: statistics.quantiles(t, n=10)[-1] for c, t in everything.items()},
+        "round_medians_ms": [r["median"] for r in rounds],
+        "bound_minus_plain_ms": bound["median"],
+        "bound_minus_plain_ms_range": [bound["min"], bound["max"]],
+        "loaded_minus_plain_ms": loaded["median"],
+        "loaded_minus_plain_ms_range": [loaded["min"], loaded["max"]],
+        "unbound_minus_plain_ms": unbound["median"],
+        "unbound_minus_plain_ms_range": [unbound["min"], unbound["max"]],
+        # In one kernel: what binding `spark` costs, without the between-process part.
+        "bound_minus_unbound_ms": binding["median"],
+        "bound_minus_unbound_ms_range": [binding["min"], binding["max"]],
+        # The median over all cycles of the difference between neighbouring blocks.
         "bound_minus_plain_ms_paired": _paired(cycles, "c_bound"),
         "loaded_minus_plain_ms_paired": _paired(cycles, "b_extension_no_session"),
         **counts,
@@ -245,18 +300,23 @@ def _count_round_trips(kernel: Kernel, cells: int) -> dict[str, Any]:
             kernel.ok("x = 1")
         # One read (a cell of its own, appended to the list after it ran).
         counted = kernel.value(f"_jss_rt['cells'][-{cells}:]")
+        # A cell's calls after its reply are counted before the next cell's start: each
+        # cell but the last, with the next one's "between".
+        afters = [following[4] for following in counted[1:]]
+        counted = counted[:-1]
         total: Counter[str] = Counter()
         for entry in counted:
             total.update(entry[2])
         starts = [c[0] for c in counted]
-        ends = [c[1] for c in counted]
+        ends = [c[1] + after for c, after in zip(counted, afters, strict=True)]
         per_config[config] = {
             "start": statistics.median(starts),
             "end": statistics.median(ends),
-            "per_cell_mean": (sum(starts) + sum(ends)) / cells,
+            "after_reply": statistics.median(afters),
+            "per_cell_mean": (sum(starts) + sum(ends)) / len(counted),
             "per_cell_max": max(s + e for s, e in zip(starts, ends, strict=True)),
             "cells_on_main_thread": all(c[3] for c in counted),
-            "calls_per_cell": {k: v / cells for k, v in sorted(total.items())},
+            "calls_per_cell": {k: v / len(counted) for k, v in sorted(total.items())},
         }
     other = kernel.value("_jss_rt['other']")
     gateway = kernel.value("_jss_rt['gateway']")
@@ -268,6 +328,7 @@ def _count_round_trips(kernel: Kernel, cells: int) -> dict[str, Any]:
         "round_trips_per_bound_cell": bound["start"] + bound["end"],
         "round_trips_bound_start": bound["start"],
         "round_trips_bound_end": bound["end"],
+        "round_trips_bound_end_after_reply": bound["after_reply"],
         "round_trips_per_bound_cell_max": bound["per_cell_max"],
         "round_trips_per_unbound_cell": unbound["start"] + unbound["end"],
         "round_trips_per_unbound_cell_max": unbound["per_cell_max"],

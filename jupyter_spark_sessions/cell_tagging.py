@@ -7,6 +7,7 @@ is the thread whose jobs must carry the tags.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ class CellJobTagging:
 
     def pre_run_cell(self, info: Any) -> None:
         """Tag the jobs of the cell about to run, if ``spark`` is a managed session."""
+        self._untag_ended_cell()  # if the event loop has not yet
         local = self._pushed
         local.value = None
         counted = COUNTED_BEFORE_PRE_RUN_CELL and getattr(info, "store_history", True)
@@ -98,9 +100,39 @@ class CellJobTagging:
             log.warning("could not remove this cell's Spark job tags")
 
     def post_run_cell(self, result: Any) -> None:
-        """Remove this cell's tags, whether it succeeded or raised."""
-        self._pop()
+        """Remove this cell's tags, whether it succeeded or raised: the cell's group ends
+        now; its tags go once its reply is sent, when the kernel's event loop runs this
+        thread (the JVM round trip is then not part of the cell's), and before the next
+        cell starts in any case."""
         self._pushed.count = None
+        pushed: tuple[str, int] | None = getattr(self._pushed, "value", None)
+        if not pushed:
+            return
+        self._pushed.value = None
+        self.registry.board.cell_finished(*pushed)
+        self._pushed.untag_pending = True
+        loop = _running_loop()
+        if loop is None:
+            self._untag_ended_cell()
+        else:
+            loop.call_soon(self._untag_ended_cell)
+
+    def _untag_ended_cell(self) -> None:
+        if not getattr(self._pushed, "untag_pending", False):
+            return
+        self._pushed.untag_pending = False
+        try:
+            self.registry.tagger.pop()
+        except Exception:
+            log.warning("could not remove this cell's Spark job tags")
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    # The kernel's loop, in the thread that runs the cell (a subshell has its own).
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def first_line(source: str | None) -> str:

@@ -101,6 +101,13 @@ def test_use_binds_spark_and_tags_the_cells_jobs(sessions: Kernel) -> None:
     # Tags are removed when the cell ends: a later cell carries only its own.
     shown = sessions.ok("print(sorted(spark.sparkContext.getJobTags()))")
     assert shown.stdout.strip() == str(["jss:a", f"jss:a:{shown.execution_count}"])
+    # A bound cell's tags go after its reply, from the kernel's event loop, and before
+    # the next cell in any case: a cell bound to no session carries none.
+    sessions.ok("_sc = spark.sparkContext")
+    sessions.ok("spark = None")  # bound when it started
+    unbound = sessions.ok("print(sorted(_sc.getJobTags()))")
+    assert unbound.stdout.strip() == "[]"
+    sessions.ok("%spark_session use a")
 
 
 def test_use_inside_a_cell_tags_the_rest_of_that_cell(sessions: Kernel) -> None:
