@@ -137,8 +137,9 @@ def _why_not(r: dict[str, Any]) -> str:
     if r["freed_ms_median"] > 1200 and "freed_ms_min" in r:
         reasons.append(
             "Slots freed: the workers were left to Spark's `PythonRunner.MonitorThread` "
-            "(`jss.KilledTaskWorkers` could not be used on this Spark: see the kernel's "
-            "log), which looks every 2 s: a worker goes 0 to 2 s after the kill. This run: "
+            "(`jss.KilledTaskWorkers` could not be used on this Spark: its warning in the "
+            "log says why), which looks every 2 s: a worker goes 0 to 2 s after the kill. "
+            "This run: "
             f"{r['freed_ms_min']:.0f} to {r['freed_ms_max']:.0f} ms over "
             f"{len(r['freed_ms_all'])} rounds."
         )

@@ -186,8 +186,8 @@ class _FeedReader:
         self, also: list[int], by_spark_tag: Mapping[str, str]
     ) -> list[tuple[JobView, GroupKey | None]]:
         fed = self._feed.poll(also)
-        running = [d for d in fed if status_is_running(str(d.get("status", "UNKNOWN")))]
-        wanted = {int(s) for d in running for s in d.get("stageIds", ())}
+        running = {int(d["jobId"]) for d in fed if status_is_running(str(d.get("status", "")))}
+        wanted = {int(s) for d in fed if d["jobId"] in running for s in d.get("stageIds", ())}
         stage_data = {}
         if wanted:
             stage_data = {int(d["stageId"]): d for d in self._feed.running_stages(wanted)}
@@ -198,7 +198,7 @@ class _FeedReader:
         for data in fed:
             job_id = int(data["jobId"])
             stages: tuple[Any, ...] = ()
-            if status_is_running(str(data.get("status", "UNKNOWN"))):
+            if job_id in running:
                 stages = tuple(stage_data[s] for s in data.get("stageIds", ()) if s in stage_data)
             before = last.get(job_id)
             if before is not None and before[0] == data and before[1] == stages:

@@ -590,6 +590,10 @@ class JobStatusReader:
 
     def __init__(self, sc: SparkContext) -> None:
         self._reader = driver_jar.instance(sc, "jss.BoardReader")
+        # Ending killed tasks' workers at once uses Spark internals (KilledTaskWorkers.java).
+        problem = self._reader.killedTaskWorkersProblem()
+        if problem:
+            log.warning("cancelled Python tasks keep Spark's timing (0-2 s): %s", problem)
 
     def read(self, asked: Iterable[int], from_job_id: int, limit: int) -> dict[str, Any]:
         """``stopped``; ``total`` (jobs submitted so far: ids 0..total-1); ``running``
