@@ -23,8 +23,10 @@ Jobs (all JVM-only, so no Python worker blurs the figures):
 - ``tasks``: ``spark.range(0, 20000, 1, 20000).write.format("noop")...save()``, 20,000
   tiny tasks: the per-task cost of a monitor;
 - ``cpu``: ``sha2`` of 20 million rows in 4 tasks, written to ``noop`` (about 5 s);
-- ``big``: the ``tasks`` job with 200,000 tasks, once per kernel after the rounds, to
-  show whether a monitor's cost and lag grow with the task count.
+- ``big``: the ``tasks`` job with 200,000 tasks after the rounds, to show whether a
+  monitor's cost and lag grow with the task count: ``--big-rounds`` rounds (default 2
+  with ``--big-only``) of no monitor and this project in alternating order, then
+  sparkmonitor once.
 
 Per kernel and job: the cell's wall time (execute_request sent -> ``idle`` status
 received); CPU seconds (user + system) of the kernel and its children (the JVM) over the
@@ -603,6 +605,16 @@ def shutdown(kernel: BenchKernel) -> None:
         print(f"{kernel.name}: shutdown failed: {exc!r}", file=sys.stderr)
 
 
+def big_job_order(rounds: int) -> list[tuple[str, int]]:
+    """(kernel, round) of the 200,000-task runs: ``none`` and ``sessions`` alternating in
+    order by round, ``sparkmonitor`` once, last."""
+    order = []
+    for number in range(1, rounds + 1):
+        pair = [("none", number), ("sessions", number)]
+        order += pair if number % 2 else pair[::-1]
+    return [*order, ("sparkmonitor", 1)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=ROUNDS)
@@ -622,7 +634,15 @@ def main() -> None:
         action="store_true",
         help="only the 200,000-task job, once per kernel (results: board_overhead_big.json)",
     )
+    parser.add_argument(
+        "--big-rounds",
+        type=int,
+        help="rounds of the 200,000-task job for no monitor and this project "
+        "(default: 2 with --big-only, else 1); sparkmonitor runs it once",
+    )
     args = parser.parse_args()
+    if args.big_rounds is None:
+        args.big_rounds = 2 if args.big_only else 1
     if args.big_only and args.output == RESULTS:
         args.output = RESULTS.with_name("board_overhead_big.json")
     sizes = QUICK if args.quick else FULL
@@ -665,9 +685,11 @@ def main() -> None:
                     f"{per_cell:.1f} monitor messages per cell",
                     flush=True,
                 )
-        # Once per kernel, last: sparkmonitor's backlog cannot spill into another job.
-        for name in [] if args.skip_big else CONFIGS:
-            record = measure_job(kernels[name], "big", sizes, 1)
+        # Last: sparkmonitor's backlog cannot spill into another job. No monitor and this
+        # project in rounds of opposite order (ABBA: the machine's drift cancels out of
+        # the paired ratios), then sparkmonitor once.
+        for name, big_round in [] if args.skip_big else big_job_order(args.big_rounds):
+            record = measure_job(kernels[name], "big", sizes, big_round)
             runs.append(record)
             print_run(record)
     finally:

@@ -46,7 +46,8 @@ def _quiet(figure: dict[str, Any]) -> str:
 def _rows(result: dict[str, Any], kind: str) -> list[str]:
     figures, ratios = result["figures"][kind], result["ratios"][kind]
     label = JOBS[kind]
-    tag = "" if kind == "big" else " (median)"
+    single = kind == "big" and figures.get("sessions", {}).get("n", 1) <= 1
+    tag = "" if single else " (median)"
 
     def cells(render: Any, ratio_key: str | None = None) -> str:
         out = []
@@ -164,6 +165,23 @@ Targets met: **{"yes" if result["meets_targets"] else "NO"}** (measured {result[
 """
 
 
+def _big_runs(result: dict[str, Any]) -> str:
+    figures = result["figures"]["big"]
+    ours = figures.get("sessions", {}).get("n", 1)
+    if ours <= 1:
+        return (
+            "One run each, in the order no monitor, this project, sparkmonitor: a ratio (in "
+            "brackets) is one pair, not a median."
+        )
+    return (
+        f"No monitor and this project {ours} runs each, in rounds of opposite order (no "
+        "monitor first, then this project first: the drift over the run cancels out of the "
+        "median of the paired ratios, in brackets with their range); then sparkmonitor "
+        "once, last (its backlog spills into no other run), its ratio against the first "
+        "no-monitor run."
+    )
+
+
 def render_big(result: dict[str, Any]) -> str:
     """The section of a ``board_overhead.py --big-only`` result: the 200,000-task job,
     once per kernel, to show whether a monitor's cost and lag grow with the task count."""
@@ -173,13 +191,12 @@ def render_big(result: dict[str, Any]) -> str:
     return f"""## The 200,000-task job (`benchmarks/board_overhead.py --big-only`)
 
 The kernels and settings of the section above, in a run of their own: the
-{sizes["big_tasks"]:,}-task job once per kernel, `{jobs["big"]}`. Set beside the
+{sizes["big_tasks"]:,}-task job, `{jobs["big"]}`. Set beside the
 20,000-task job above, it shows whether the cost and the lag grow with the task count
 (sparkmonitor's stream was cut off {sizes["drain_limit_s"]:.0f} s after the cell, still
-sending). One run each, in the order no monitor, this project, sparkmonitor: a ratio (in
-brackets) is one pair, not a median, and a wall ratio of one run carries the machine's
-drift over the run (on this 2-core VM, paired rounds of the 20,000-task job spread
-0.8-1.2); the CPU ratio is the steadier figure of a monitor's cost.
+sending). {_big_runs(result)} A wall ratio carries the machine's drift over the run (on
+this 2-core VM, paired rounds of the 20,000-task job spread 0.8-1.2); the CPU ratio is
+the steadier figure of a monitor's cost.
 
 | figure | no monitor | jupyter_spark_sessions | sparkmonitor 3.3.0 | target |
 |---|---|---|---|---|
