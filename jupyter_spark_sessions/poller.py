@@ -187,7 +187,7 @@ class _FeedReader:
     ) -> list[tuple[JobView, GroupKey | None]]:
         fed = self._feed.poll(also)
         running = {int(d["jobId"]) for d in fed if status_is_running(str(d.get("status", "")))}
-        wanted = {int(s) for d in fed if d["jobId"] in running for s in d.get("stageIds", ())}
+        wanted = {int(s) for d in fed if int(d["jobId"]) in running for s in d.get("stageIds", ())}
         stage_data = {}
         if wanted:
             stage_data = {int(d["stageId"]): d for d in self._feed.running_stages(wanted)}
