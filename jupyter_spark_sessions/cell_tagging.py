@@ -88,34 +88,27 @@ class CellJobTagging:
         self._pushed.value = (name, count)
         self.registry.board.cell_started(name, count, source=getattr(self._pushed, "source", ""))
 
-    def _pop(self) -> None:
-        pushed: tuple[str, int] | None = getattr(self._pushed, "value", None)
-        if not pushed:
-            return
-        self._pushed.value = None
-        self.registry.board.cell_finished(*pushed)
-        try:
-            self.registry.tagger.pop()
-        except Exception:
-            log.warning("could not remove this cell's Spark job tags")
-
-    def post_run_cell(self, result: Any) -> None:
-        """Remove this cell's tags, whether it succeeded or raised: the cell's group ends
-        now; its tags go once its reply is sent, when the kernel's event loop runs this
-        thread (the JVM round trip is then not part of the cell's), and before the next
-        cell starts in any case."""
-        self._pushed.count = None
+    def _pop(self, after_reply: bool = False) -> None:
+        # The group ends at once; the tags go now, or (``after_reply``) from the
+        # kernel's event loop once the cell's reply is sent, before the next cell anyway.
         pushed: tuple[str, int] | None = getattr(self._pushed, "value", None)
         if not pushed:
             return
         self._pushed.value = None
         self.registry.board.cell_finished(*pushed)
         self._pushed.untag_pending = True
-        loop = _running_loop()
+        loop = _running_loop() if after_reply else None
         if loop is None:
             self._untag_ended_cell()
         else:
             loop.call_soon(self._untag_ended_cell)
+
+    def post_run_cell(self, result: Any) -> None:
+        """Remove this cell's tags, whether it succeeded or raised: the cell's group ends
+        now; its tags go once its reply is sent (the JVM round trip is then not part of
+        the cell's)."""
+        self._pushed.count = None
+        self._pop(after_reply=True)
 
     def _untag_ended_cell(self) -> None:
         if not getattr(self._pushed, "untag_pending", False):
