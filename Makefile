@@ -9,7 +9,8 @@ SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src
 	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py) \
 	$(wildcard jupyter_spark_sessions/*.json jupyter_spark_sessions/*.properties jupyter_spark_sessions/jars/*.jar)
 
-.PHONY: setup browser demo test lint typecheck pytest tstest test-lowest test-newest bench jar clean
+.PHONY: setup setup-all browser demo test static check lint typecheck pytest pytest-light tstest test-lowest \
+	test-newest screenshots bench jar clean
 
 setup: $(STAMP)
 
@@ -69,10 +70,46 @@ tstest: setup
 browser:
 	bash scripts/ensure-chromium.sh
 
-pytest: setup browser
-	$(BIN)/python -m pytest
+# Each pytest run writes its JUnit XML (and the processes it started, tests/conftest.py)
+# to $(RESULTS); scripts/test_times.py turns them into CONTRIBUTING.md's time table.
+RESULTS := build/test-results
+JUNIT = --junitxml=$(RESULTS)/$@.xml
 
-test: lint typecheck tstest pytest test-lowest test-newest
+pytest: setup browser
+	$(BIN)/python -m pytest $(JUNIT)
+
+# The README's test command: set up, then every target, each timed; a table of where the
+# time went (per target and per module) is printed at the end (scripts/test_times.py).
+test:
+	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
+	@$(MAKE) --no-print-directory timed-setup-all
+	@started=$$(date +%s); \
+	for target in static pytest test-lowest test-newest; do \
+		$(MAKE) --no-print-directory timed-$$target || { status=1; break; }; \
+	done; \
+	echo "test $$(( $$(date +%s) - started ))" >> $(RESULTS)/targets.txt; \
+	$(BIN)/python scripts/test_times.py $(RESULTS); exit $${status:-0}
+
+# Lint, format, types and the TypeScript tests.
+static: lint typecheck tstest
+
+# timed-TARGET: make TARGET, and add its wall time to $(RESULTS)/targets.txt.
+timed-%:
+	@mkdir -p $(RESULTS); started=$$(date +%s); \
+	$(MAKE) --no-print-directory $*; status=$$?; \
+	echo "$* $$(( $$(date +%s) - started ))" >> $(RESULTS)/targets.txt; exit $$status
+
+# The fast loop for edits: lint, format, types, the TypeScript tests and the tests not
+# marked spark, kernel or browser.
+check: lint typecheck tstest pytest-light
+
+pytest-light: setup
+	$(BIN)/python -m pytest -m "not spark and not kernel and not browser"
+
+# The screenshots the README and docs show (docs/images), taken by the browser tests;
+# a plain test run saves them to build/screenshots instead.
+screenshots: setup browser
+	JSS_SCREENSHOTS=$(abspath docs/images) $(BIN)/python -m pytest tests/e2e
 
 # Every version the package accepts, proved (issue 18). The oldest supported Python with
 # the lowest versions of the direct dependencies it allows (ci/lowest-direct.txt) runs
@@ -142,11 +179,15 @@ SHOW_VERSIONS := pip list --format=freeze | grep -iE '^(pyspark|ipykernel|ipytho
 
 test-lowest: require-python-oldest $(LOWEST_VENV)/.installed
 	$(LOWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
-	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(LOWEST_TESTS)
+	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(JUNIT) $(LOWEST_TESTS)
 
 test-newest: require-python-newest $(NEWEST_VENV)/.installed
 	$(NEWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
-	$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(NEWEST_TESTS)
+	$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(JUNIT) $(NEWEST_TESTS)
+
+# Everything `make test` needs installed: the three venvs, Chromium, the npm packages.
+setup-all: setup browser require-python-oldest require-python-newest $(LOWEST_VENV)/.installed $(NEWEST_VENV)/.installed
+	$(JLPM) install --immutable
 
 # Speed and memory targets (ratios against a baseline in the same run); rewrites
 # docs/benchmarks.md. Run on a quiet machine: not part of `make test`.

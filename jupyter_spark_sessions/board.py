@@ -158,6 +158,9 @@ class JobBoard:
         self._wake_lock = threading.Lock()
         self._urgent = False  # a wake that wants a poll at once
         self.cancel_ready = threading.Event()  # set when a cancel is queued
+        #: Sessions stopped while their groups ran, by name: the producer goes on reading
+        #: their jobs until those groups end (``retiring``).
+        self._retiring: dict[str, SessionBackend] = {}
 
     # -- reading -------------------------------------------------------------------
 
@@ -391,6 +394,27 @@ class JobBoard:
         with self._lock:
             pending, self._pending_cancels = self._pending_cancels, []
         return pending
+
+    # -- stopped sessions ------------------------------------------------------------
+
+    def retire(self, session: str, backend: SessionBackend) -> None:
+        """``session`` was stopped (its jobs cancelled): keep following its groups until
+        they end, so that they show how they ended, not "cancelling" for ever."""
+        with self._lock:
+            self._retiring[session] = backend
+        self.wake_now()
+
+    def retiring(self) -> dict[str, SessionBackend]:
+        """For the producer: the stopped sessions whose groups have not all ended yet
+        (the others are let go here), with their backends."""
+        groups = self._snapshot.groups
+        with self._lock:
+            for name in list(self._retiring):
+                if not any(
+                    g.session == name and (not g.finished or g.tasks_still_running) for g in groups
+                ):
+                    del self._retiring[name]
+            return dict(self._retiring)
 
     # -- what the producer tells the board ---------------------------------------------
 

@@ -117,13 +117,15 @@ class BoardPoller:
         for (jobs newly seen in cancelled groups). Also callable from tests."""
         self._send_cancels()
         backends = self._backends()
+        # Stopped sessions whose groups still run are read too (not shown as sessions).
+        followed = {**self._retiring(backends), **backends}
         # Asked once per round: a classic backend's answer costs a JVM round trip.
-        feed_of = {name: backend.job_feed() for name, backend in backends.items()}
+        feed_of = {name: backend.job_feed() for name, backend in followed.items()}
         feeds: list[JobFeed] = []
         for feed in feed_of.values():
             if feed is not None and all(feed is not f for f in feeds):
                 feeds.append(feed)
-        by_spark_tag = {b.spark_session_tag: n for n, b in backends.items() if b.spark_session_tag}
+        by_spark_tag = {b.spark_session_tag: n for n, b in followed.items() if b.spark_session_tag}
         self._readers = {feed: self._readers.get(feed) or _FeedReader(feed) for feed in feeds}
         read: list[tuple[JobView, GroupKey | None]] = []
         for feed in feeds:
@@ -157,6 +159,14 @@ class BoardPoller:
                 found[name] = self.board.sessions.backend(name)
             except UnknownSessionError:
                 continue  # stopped while we looked
+        return found
+
+    def _retiring(self, registered: dict[str, SessionBackend]) -> dict[str, SessionBackend]:
+        # A name registered again is followed through its new session.
+        found = {}
+        for name, backend in self.board.retiring().items():
+            if name not in registered and not backend.problem():
+                found[name] = backend
         return found
 
     def _describe_safely(self) -> list[SessionView]:

@@ -565,6 +565,7 @@ class SessionRegistry:
             # While it is still registered.
             cancelled = self.board.request_cancel(session=name, source="stop").cancelling
             managed.backend.stopping()
+            self.board.retire(name, managed.backend)
         with self._lock:
             del self._sessions[name]
             self._stopped.add(name)

@@ -19,17 +19,44 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_census import ProcessCensus, summary_line
 
 from kernel_driver import Kernel
 
 # Executors' Python workers must be this interpreter (it has pyarrow and the package).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+#: The JIT of the JVMs the tests start (drivers and Connect servers through spark-submit,
+#: the standalone daemons): C1 only. A test's JVM lives for seconds of small jobs, where
+#: C2's compiling is pure cost: a driver's start and first jobs took 12 s of CPU instead
+#: of 20 on this 2-core machine. Behaviour is the same; benchmarks do not use this.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+os.environ["SPARK_SUBMIT_OPTS"] = (
+    f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {TEST_JVM_OPTIONS}".strip()
+)
+
 SPARK_TEST_CONF = (
     "c.SparkSessionsConfig.default_master = 'local[2]'\n"
     "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false', "
     "'spark.ui.showConsoleProgress': 'false'}\n"
 )
+
+
+_census = ProcessCensus()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _census.start()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line of what the run started; with --junitxml, also as JSON beside the XML
+    (scripts/test_times.py reads both)."""
+    counts = _census.stop()
+    terminalreporter.write_line(summary_line(counts))
+    xml = terminalreporter.config.getoption("xmlpath", None)
+    if xml:
+        Path(xml).with_suffix(".census.json").write_text(json.dumps(counts))
 
 
 def start_extension_kernel(
@@ -48,12 +75,113 @@ def start_extension_kernel(
     return k
 
 
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    """A kernel with jupyter_spark_sessions loaded; one per test module (one JVM)."""
+# What a module sharing the run's kernel must find there, checked before it starts (and
+# printed on failure): no session, no Spark job, an empty board, the settings as
+# configured, no `spark` and nothing else a module defined.
+KNOWN_STATE = "_jss_known_state()"
+
+# Defined anew in each reset (a reset removes the user's variables, this one included).
+RESET = """
+def _jss_reset(settings):
+    import time
+    from pyspark import SparkContext
+    registry = __import__('jupyter_spark_sessions').default_registry()
+    # Every job ends first, while its session is still registered: the board shows a
+    # group's end only for sessions it follows.
+    sc = SparkContext._active_spark_context
+    if sc is not None:  # jobs of threads and of sessions made outside the registry too
+        sc.cancelAllJobs()
+    for name in registry.names():
+        session = registry.session(name)
+        if hasattr(session, 'interruptAll') and getattr(session, 'session_id', None):
+            session.interruptAll()  # a Spark Connect session's operations
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+        any(not g.finished or g.tasks_still_running for g in registry.board.snapshot().groups)
+        or (sc is not None and sc.statusTracker().getActiveJobsIds())
+    ):
+        registry.board.wake_now()
+        time.sleep(0.1)
+    for release in [registry.stop(name) for name in registry.names()]:
+        release.wait(60)
+    for name, value in settings.items():
+        setattr(registry.config, name, value)
+    # The board forgets finished groups beyond retained_groups: with none retained, the
+    # next poll empties it.
+    registry.config.retained_groups = 0
+    while time.monotonic() < deadline and registry.board.snapshot().groups:
+        registry.board.wake_now()
+        time.sleep(0.1)
+    registry.config.retained_groups = settings['retained_groups']
+    # What modules defined goes (not with %reset, after which pyspark.sql.connect no
+    # longer imports: it reads __main__.__spec__, which %reset deletes).
+    shell = get_ipython()
+    for name in [n for n in shell.user_ns if n not in shell.user_ns_hidden]:
+        if not (name.startswith('__') and name.endswith('__')):
+            del shell.user_ns[name]
+_jss_reset(_jss_settings)
+"""
+
+STATE = """
+def _jss_known_state():
+    from pyspark import SparkContext
+    registry = __import__('jupyter_spark_sessions').default_registry()
+    sc = SparkContext._active_spark_context
+    return {
+        'sessions': registry.names(),
+        'board groups': [g.id for g in registry.board.snapshot().groups],
+        'running Spark jobs': list(sc.statusTracker().getActiveJobsIds()) if sc else [],
+        'user variables': sorted(
+            n for n in get_ipython().user_ns if not n.startswith('_')
+            and n not in get_ipython().user_ns_hidden
+        ),
+    }
+"""
+
+
+class SharedKernel:
+    """A kernel shared by the test modules of one configuration, put back to a known
+    state (``reset``) before each of them."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.kernel.ok(f"{STATE}\nimport pyspark")  # pyspark: the checks read its context
+        self.settings = kernel.value(
+            "{n: getattr(c, n) for c in [__import__('jupyter_spark_sessions')"
+            ".default_registry().config] for n in c.trait_names(config=True)}"
+        )
+
+    def reset(self) -> Kernel:
+        """Stop every session, cancel every job, empty the board, restore the settings
+        and remove the user's variables; fail unless that left the known state."""
+        k = self.kernel
+        k.ok(f"_jss_settings = {self.settings!r}\n{RESET}", timeout=180)
+        k.ok(f"{STATE}")
+        state = k.value(KNOWN_STATE)
+        expected = {
+            "sessions": [],
+            "board groups": [],
+            "running Spark jobs": [],
+            "user variables": [],
+        }
+        assert state == expected, f"the shared kernel is not back to its known state: {state}"
+        return k
+
+
+@pytest.fixture(scope="session")
+def shared_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedKernel]:
+    """The run's kernel of the plain test configuration (SPARK_TEST_CONF): one kernel and
+    one JVM for every module that needs nothing else."""
     k = start_extension_kernel(tmp_path_factory, SPARK_TEST_CONF)
-    yield k
+    yield SharedKernel(k)
     k.shutdown()
+
+
+@pytest.fixture(scope="module")
+def kernel(shared_kernel: SharedKernel) -> Kernel:
+    """A kernel with jupyter_spark_sessions loaded, in the known state (no sessions, an
+    empty board, no user variables): the run's shared one, reset for this module."""
+    return shared_kernel.reset()
 
 
 # -- a real Spark standalone cluster ---------------------------------------------------
@@ -144,6 +272,7 @@ def standalone_cluster_running(
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_LOG_DIR=str(log_dir),
         PYSPARK_PYTHON=env.get("PYSPARK_PYTHON", sys.executable),
+        SPARK_DAEMON_JAVA_OPTS=TEST_JVM_OPTIONS,
     )
     cluster = StandaloneCluster(
         url=f"spark://127.0.0.1:{port}",

@@ -93,10 +93,21 @@ class Kernel:
         disconnects and leaves the kernel running."""
         kernel = cls.__new__(cls)
         kernel.manager = None
-        kernel.client = BlockingKernelClient()
-        kernel.client.load_connection_file(connection_file)
-        kernel.client.start_channels()
-        kernel.client.wait_for_ready(timeout=60)
+        deadline = time.monotonic() + 60
+        while True:
+            kernel.client = BlockingKernelClient()
+            kernel.client.load_connection_file(connection_file)
+            kernel.client.start_channels()
+            try:
+                kernel.client.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
+                break
+            except RuntimeError:
+                # A kernel still starting has not sent its first heartbeat, which the
+                # client takes for a dead one: try again until it answers.
+                kernel.client.stop_channels()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
         kernel.iopub_log = []
         kernel.shutdown_seconds = 0.0
         return kernel

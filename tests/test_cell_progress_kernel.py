@@ -8,13 +8,12 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
-from conftest import SPARK_TEST_CONF, start_extension_kernel
+from conftest import SPARK_TEST_CONF, SharedKernel
 from nbclient import NotebookClient
 from test_job_board_kernel import request, wait_for_group
 from test_protocol_schema import errors
@@ -46,11 +45,11 @@ SUMMARY = re.compile(r"^a:(\d+) (\w+) · (\d+) jobs? · ([\d,]+)/([\d,]+) tasks(
 
 
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = start_extension_kernel(tmp_path_factory, SPARK_TEST_CONF)
+def kernel(shared_kernel: SharedKernel) -> Kernel:
+    """The run's shared kernel, with session a bound."""
+    k = shared_kernel.reset()
     k.ok("%spark_session create a\n%spark_session use a")
-    yield k
-    k.shutdown()
+    return k
 
 
 def views(result: CellResult) -> list[tuple[str, dict[str, Any]]]:

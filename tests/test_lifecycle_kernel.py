@@ -21,22 +21,24 @@ pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
 
 PROBE = """
-import json, os
-def _probe(change):
-    from pyspark import SparkContext
+import json, os, types
+from pyspark import SparkContext
+# What the probe watches lives on the probe itself, and it imports nothing at shutdown:
+# by the time exit_now fires, the user namespace may already be cleared.
+def _probe(change, _state=types.SimpleNamespace(dirs=[], session=None), json=json, os=os,
+           SparkContext=SparkContext):
     sc = SparkContext._active_spark_context
     report = {{
         "context_stopped": sc is None or sc._jsc is None,
-        "dirs_left": [d for d in _watched_dirs if os.path.exists(d)],
+        "dirs_left": [d for d in _state.dirs if os.path.exists(d)],
     }}
-    if _user_session is not None:
-        report["user_session_works"] = _user_session.range(3).count() == 3
+    if _state.session is not None:
+        report["user_session_works"] = _state.session.range(3).count() == 3
     # Written whole or not at all: a kernel killed while writing leaves no half report.
     with open({path!r} + ".tmp", "w") as fh:
         json.dump(report, fh)
     os.replace({path!r} + ".tmp", {path!r})
-_watched_dirs = []
-_user_session = None
+_watched = _probe.__defaults__[0]
 get_ipython().observe(_probe, names="exit_now")
 """
 
@@ -59,7 +61,7 @@ def test_shutdown_releases_created_sessions_and_stops_its_own_context(tmp_path: 
     report = tmp_path / "report.json"
     kernel = start_kernel(tmp_path, report)
     kernel.ok("%spark_session create a\n%spark_session create b")
-    kernel.ok(f"_watched_dirs += [str({REGISTRY}.get(n).directory) for n in ('a', 'b')]")
+    kernel.ok(f"_watched.dirs += [str({REGISTRY}.get(n).directory) for n in ('a', 'b')]")
     assert kernel.value(f"{REGISTRY}.owns_context") is True
     kernel.shutdown()
     found = json.loads(report.read_text())
@@ -78,12 +80,12 @@ def test_adopted_session_and_user_context_survive_every_stop_and_shutdown(
         "from pyspark.sql import SparkSession\n"
         "mine = SparkSession.builder.master('local[2]').config('spark.ui.enabled', 'false')"
         ".getOrCreate()\n"
-        "_user_session = mine"
+        "_watched.session = mine"
     )
     kernel.ok("%spark_session adopt main mine")
     kernel.ok("%spark_session create a\n%spark_session create b")
     assert kernel.value(f"{REGISTRY}.owns_context") is False
-    kernel.ok(f"_watched_dirs += [str({REGISTRY}.get(n).directory) for n in ('a', 'b')]")
+    kernel.ok(f"_watched.dirs += [str({REGISTRY}.get(n).directory) for n in ('a', 'b')]")
     kernel.ok(
         f"_ra = {REGISTRY}.stop('a'); _rb = {REGISTRY}.stop('b')\n"
         "assert _ra.wait(60) and _rb.wait(60)"

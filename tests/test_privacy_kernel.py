@@ -19,7 +19,6 @@ import socket
 import stat
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -404,7 +403,7 @@ _outcome = {}
 def _slow():
     _sc.setJobGroup('jss-ui-kill', 'slow', interruptOnCancel=True)
     try:
-        _sc.parallelize(range(2), 2).map(lambda x: __import__('time').sleep(120)).count()
+        _sc.parallelize(range(240), 240).map(lambda x: __import__('time').sleep(0.5)).count()
         _outcome['r'] = 'done'
     except Exception:
         _outcome['r'] = 'failed'
@@ -413,6 +412,24 @@ _slow_thread.start()
 while not _sc.statusTracker().getJobIdsForGroup('jss-ui-kill'):
     time.sleep(0.05)
 _slow_job = _sc.statusTracker().getJobIdsForGroup('jss-ui-kill')[0]
+
+def _tasks_done(job):
+    tracker = _sc.statusTracker()
+    info = tracker.getJobInfo(job)
+    stages = [tracker.getStageInfo(s) for s in info.stageIds] if info else []
+    return sum(s.numCompletedTasks for s in stages if s is not None)
+
+def _outlived(job, done_before, timeout=60):
+    '''Once the job has ended, or finished four more tasks than done_before: whether it
+    still runs.'''
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if job not in _sc.statusTracker().getActiveJobsIds():
+            return False
+        if _tasks_done(job) >= done_before + 4:
+            return True
+        time.sleep(0.1)
+    raise TimeoutError(f'job {job} neither ended nor moved on in {timeout} s')
 """
 
 # The token Spark's UI puts in its kill forms (when killing is on) and checks on the kill
@@ -429,9 +446,9 @@ except Exception:  # a Spark without CSRF tokens
 
 def try_ui_kill(kernel: Kernel, session: str) -> tuple[dict[str, int], list[int], bytes]:
     """Start a slow job, ask the UI to kill it (as anyone who reaches the UI could, the
-    UI's token included), and return the statuses, the running jobs 3 s later (the job's
-    id while it still runs) and the jobs page seen meanwhile. The job is cancelled
-    afterwards."""
+    UI's token included), and return the statuses, the running jobs once the job either
+    ended or finished four more tasks (its id while it still runs) and the jobs page seen
+    meanwhile. The job is cancelled afterwards."""
     ui = ui_address(kernel, session)
     kernel.ok(SLOW_JOB + CSRF_TOKEN)
     job = kernel.value("_slow_job")
@@ -443,7 +460,10 @@ def try_ui_kill(kernel: Kernel, session: str) -> tuple[dict[str, int], list[int]
             "POST without token": request_status(f"{ui}/jobs/job/kill/?id={job}", "POST"),
             "POST": request_status(f"{ui}/jobs/job/kill/?id={job}&csrfToken={token}", "POST"),
         }
-        time.sleep(3)
+        # A killed job ends (Spark handles the kill within milliseconds); one the kill
+        # missed goes on finishing tasks, a pair every half second.
+        done_after_kill = kernel.value(f"_tasks_done({job})")
+        kernel.value(f"_outlived({job}, {done_after_kill})")
         running = kernel.value("[j for j in _sc.statusTracker().getActiveJobsIds()]")
     finally:
         kernel.ok("_sc.cancelJobGroup('jss-ui-kill'); _slow_thread.join(60)")

@@ -279,9 +279,13 @@ def test_stop_cancels_the_sessions_running_jobs_without_waiting(sessions: Kernel
         "%spark_session use doomed\n"
         "doomed_job = InheritableThread(target=run_doomed)\n"
         "doomed_job.start()\n"
-        "import time; time.sleep(2)"
     )
-    assert sessions.value(f"{REGISTRY}.info('doomed').running_jobs") == 1
+    deadline = time.monotonic() + 60
+    while sessions.value(f"{REGISTRY}.info('doomed').running_jobs") != 1 or not any(
+        state == "running" and "RUNNING" in jobs for state, jobs in doomed_groups(sessions)
+    ):
+        assert time.monotonic() < deadline, f"doomed's job never showed: {doomed_groups(sessions)}"
+        time.sleep(0.2)
     started = time.monotonic()
     out = sessions.ok("%spark_session stop doomed").stdout
     assert time.monotonic() - started < 5
@@ -292,6 +296,22 @@ def test_stop_cancels_the_sessions_running_jobs_without_waiting(sessions: Kernel
     assert sessions.value(f"{REGISTRY}._releases['doomed'].wait(30)") is True
     result = sessions.execute("%spark_session use doomed")
     assert "Session 'doomed' was stopped" in result.usage_error
+    # The board shows how the stopped session's group ended, not "cancelling" for ever.
+    deadline = time.monotonic() + 30
+    while not (shown := doomed_groups(sessions)) or any(
+        state not in ("cancelled", "failed") or "RUNNING" in jobs for state, jobs in shown
+    ):
+        assert time.monotonic() < deadline, f"doomed's groups on the board: {shown}"
+        time.sleep(0.2)
+
+
+def doomed_groups(kernel: Kernel) -> list[tuple[str, list[str]]]:
+    """Session doomed's groups with jobs on the board: (state, job statuses)."""
+    shown = kernel.value(
+        f"[(g.state, [j.status for j in g.jobs]) for g in {REGISTRY}.board.snapshot().groups"
+        " if g.session == 'doomed' and g.jobs]"
+    )
+    return [(state, statuses) for state, statuses in shown]
 
 
 def test_adopt_isolates_a_fresh_session_and_reports_a_used_one(sessions: Kernel) -> None:

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
 from ..job_tags import current_cell
+from ..kernel_lifecycle import reap_when_it_exits
 from ..session_root import open_private
 from . import api_flavour
 from .base import BackendKind, JobRef, OperationReport, OperationSink
@@ -193,6 +194,9 @@ class LocalConnectServer:
                 start_new_session=True,  # an Interrupt of the kernel must not reach it
                 preexec_fn=_die_with_parent_hook(),
             )
+        # Reaped the moment it exits, however it ends (killed, crashed): a zombie would
+        # hold the kernel's shutdown for ipykernel's 30 s of re-signalling.
+        reap_when_it_exits(self._process)
         endpoint = Endpoint(
             f"sc://localhost:{port}/;token={self._token}", "localhost", port, ui_url
         )

@@ -26,6 +26,19 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+#: Where the browser tests save their screenshots: build/screenshots, so a test run leaves
+#: the clone clean. `make screenshots` points this at docs/images (what the README shows).
+SCREENSHOTS = Path(
+    os.environ.get("JSS_SCREENSHOTS", Path(__file__).resolve().parents[2] / "build" / "screenshots")
+)
+
+
+def save_screenshot(target: Any, name: str) -> None:
+    """A screenshot of ``target`` (a Playwright page or locator) as SCREENSHOTS/``name``."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(SCREENSHOTS / name))
+
+
 KERNEL_CONFIG = (
     "c.SparkSessionsConfig.default_master = 'local[2]'\n"
     "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"

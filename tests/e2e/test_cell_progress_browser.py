@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .lab import LabServer
+from .lab import LabServer, save_screenshot
 from .notebook import (
     B_BACKGROUND_CELL,
     B_RESULT_CELL,
@@ -27,7 +26,6 @@ from .notebook import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 # Session a: 30 tasks of two 1 s rows each, a minute of work on the slot b leaves free.
 A_PROGRESS_CELL = """%spark_session use a
@@ -78,8 +76,7 @@ def check_cell_progress(server: LabServer, page: Any, app: str) -> None:
     assert view.locator("progress").count() == 1
     assert "collect" in view.inner_text() or "count" in view.inner_text()  # the call site
     if app == "lab":
-        SCREENSHOTS.mkdir(exist_ok=True)
-        cell_output(page, 2).screenshot(path=str(SCREENSHOTS / "cell-progress.png"))
+        save_screenshot(cell_output(page, 2), "cell-progress.png")
 
     view.locator("[data-testid='spark-cell-cancel']").click()  # the cell is busy
     output = cell_output(page, 2)
@@ -102,4 +99,4 @@ def check_cell_progress(server: LabServer, page: Any, app: str) -> None:
         ended.inner_text()
     )
     if app == "lab":
-        cell_output(page, 4).screenshot(path=str(SCREENSHOTS / "cell-progress-summary.png"))
+        save_screenshot(cell_output(page, 4), "cell-progress-summary.png")

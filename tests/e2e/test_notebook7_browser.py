@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .lab import NotebookServer
+from .lab import NotebookServer, save_screenshot
 from .notebook import (
     A_LONG_CELL,
     B_BACKGROUND_CELL,
@@ -31,7 +30,6 @@ from .test_cell_progress_browser import check_cell_progress
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
 UNKNOWN_CONTROL = "UNKNOWN CONTROL MESSAGE TYPE"
 
 
@@ -80,8 +78,7 @@ def test_notebook7_sidebar_lists_sessions_and_cancels_a_busy_cells_group(
     # Nothing clipped at the sidebar's default width.
     assert_inside(sidebar.locator("[data-testid='jss-cancel-group']"), sidebar)
     assert_inside(group_a.locator("[data-testid='jss-cancel-group']"), group_a)
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "notebook7-sidebar.png"))
+    save_screenshot(page, "notebook7-sidebar.png")
 
     group_a.locator("[data-testid='jss-cancel-group']").click()  # the cell is busy
     cell_output(page, 2).locator("text=JobsCancelled: The Spark jobs of a:3 (job").first.wait_for(

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .lab import LabServer
+from .lab import LabServer, save_screenshot
 from .notebook import (
     A_LONG_CELL,
     B_BACKGROUND_CELL,
@@ -21,8 +20,6 @@ from .notebook import (
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
-
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None:
@@ -44,8 +41,7 @@ def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None
     sidebar.locator(
         f"[data-testid='jss-group'][data-group='{group}'][data-state='running']"
     ).wait_for(timeout=30_000)
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "panel-running.png"))
+    save_screenshot(page, "panel-running.png")
 
     cancel.click()  # the cell is still busy: the click must reach the kernel anyway
     cell_output(page, 3).locator(

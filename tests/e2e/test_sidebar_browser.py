@@ -6,12 +6,11 @@ loaded the extension is shown as such at once."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .lab import LabServer
+from .lab import LabServer, save_screenshot
 from .notebook import (
     A_LONG_CELL,
     B_BACKGROUND_CELL,
@@ -37,7 +36,6 @@ def _read_ui(p):
     return open(p).read()
 rows = spark.createDataFrame([('ui_lookup.csv',)], 'p string').select(_read_ui('p'))
 print('ui file:', rows.first()[0])"""
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def files_of(sidebar: Any, session: str) -> Any:
@@ -110,10 +108,9 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
         assert_inside(row.locator("[data-testid='jss-cancel-group']"), row)
     assert_inside(sidebar.locator("button"), sidebar)
 
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "sidebar-light.png"))
+    save_screenshot(page, "sidebar-light.png")
     set_theme(page, "JupyterLab Dark")
-    page.screenshot(path=str(SCREENSHOTS / "sidebar-dark.png"))
+    save_screenshot(page, "sidebar-dark.png")
     set_theme(page, "JupyterLab Light")
 
     group_a.locator("[data-testid='jss-cancel-group']").click()  # the cell is busy
@@ -131,7 +128,7 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     assert shown[0] == "`spark` is now session 'a'." and len(shown) <= 4, shown
     assert shown[-1].startswith("JobsCancelled: The Spark jobs of a:3 (job "), shown
     assert not any("Traceback" in line or "Py4J" in line for line in shown), shown
-    cell_output(page, 2).screenshot(path=str(SCREENSHOTS / "cancelled-cell.png"))
+    save_screenshot(cell_output(page, 2), "cancelled-cell.png")
     sidebar.locator("[data-testid='jss-group'][data-group='a:3'][data-state='cancelled']").wait_for(
         timeout=30_000
     )
@@ -214,7 +211,7 @@ def test_switching_to_a_notebook_without_the_extension_shows_it_at_once(
     assert sidebar.locator("[data-testid='jss-session']").count() == 0
     empty = sidebar.locator("[data-testid='jss-empty']")
     assert empty.locator("code").inner_text() == "%load_ext jupyter_spark_sessions"
-    page.screenshot(path=str(SCREENSHOTS / "sidebar-not-loaded.png"))
+    save_screenshot(page, "sidebar-not-loaded.png")
 
     # %load_ext in that notebook is noticed when its cell ends.
     page.locator(".jp-NotebookPanel:visible .jp-Cell").first.locator(".jp-InputArea-editor").click()

@@ -1,0 +1,103 @@
+"""Where a `make test` run spent its time: a table per make target and one per test module,
+read from the run's results folder (build/test-results: `targets.txt`, written by the
+Makefile, one ``<target> <seconds>`` line per timed target, ``test`` for the whole run
+after set-up; each pytest target's JUnit XML and
+the process census beside it, written by tests/conftest.py).
+
+    python scripts/test_times.py [RESULTS] [--update CONTRIBUTING.md]
+
+prints the tables as Markdown; --update also puts them into the file, between the
+``<!-- test-times -->`` and ``<!-- /test-times -->`` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+BEGIN, END = "<!-- test-times -->", "<!-- /test-times -->"
+COUNTED = ("kernels", "JVMs", "Jupyter servers", "browsers")
+
+
+def minutes(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def read_targets(results: Path) -> list[tuple[str, float]]:
+    path = results / "targets.txt"
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        name, seconds = line.split()
+        rows.append((name, float(seconds)))
+    return rows
+
+
+def read_modules(xml: Path) -> dict[str, tuple[int, float]]:
+    """Module -> (tests, seconds: setup, call and teardown of its tests, from the XML)."""
+    found: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for case in ET.parse(xml).iter("testcase"):
+        module = case.get("classname", "?").split("::")[0]
+        # classname is the dotted module path, plus a class if the test has one.
+        parts = module.split(".")
+        while parts and not parts[-1].startswith("test_"):
+            parts.pop()
+        name = "/".join(parts) + ".py" if parts else module
+        found[name][0] += 1
+        found[name][1] += float(case.get("time", 0))
+    return {m: (int(n), s) for m, (n, s) in found.items()}
+
+
+#: How the table names the rows of targets.txt that are not plain make targets.
+LABELS = {
+    "setup-all": "set-up (venvs, Chromium, npm packages; not in the test time)",
+    "test": "**make test, after set-up**",
+}
+
+
+def tables(results: Path) -> str:
+    lines = ["| make target | wall (m:ss) | " + " | ".join(COUNTED) + " |"]
+    lines.append("|---|---:|" + "---:|" * len(COUNTED))
+    for name, seconds in read_targets(results):
+        census = results / f"{name}.census.json"
+        counts = json.loads(census.read_text()) if census.exists() else {}
+        cells = [str(counts[k]) if k in counts else "" for k in COUNTED]
+        label = LABELS.get(name, name)
+        lines.append(f"| {label} | {minutes(seconds)} | " + " | ".join(cells) + " |")
+    for xml in sorted(results.glob("*.xml")):
+        modules = read_modules(xml)
+        lines += ["", f"`make {xml.stem}`, per module (setup, call and teardown of its tests):", ""]
+        lines += ["| module | tests | seconds |", "|---|---:|---:|"]
+        for module, (count, seconds) in sorted(modules.items(), key=lambda m: -m[1][1]):
+            lines.append(f"| {module} | {count} | {seconds:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def update(path: Path, text: str) -> None:
+    content = path.read_text()
+    if BEGIN not in content or END not in content:
+        sys.exit(f"{path}: no {BEGIN} ... {END} lines to put the tables between")
+    head, rest = content.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="?", default="build/test-results", type=Path)
+    parser.add_argument("--update", type=Path, help="a Markdown file to put the tables into")
+    args = parser.parse_args()
+    text = tables(args.results)
+    print(text, end="")
+    if args.update:
+        update(args.update, text)
+
+
+if __name__ == "__main__":
+    main()
