@@ -117,8 +117,9 @@ class BoardPoller:
         for (jobs newly seen in cancelled groups). Also callable from tests."""
         self._send_cancels()
         backends = self._backends()
-        # Stopped sessions whose groups still run are read too (not shown as sessions).
-        followed = {**self._retiring(backends), **backends}
+        # Stopped sessions whose groups still run are read too (not shown as sessions; a
+        # name registered again is followed through its new session).
+        followed = {**self.board.retiring(), **backends}
         # Asked once per round: a classic backend's answer costs a JVM round trip.
         feed_of = {name: backend.job_feed() for name, backend in followed.items()}
         feeds: list[JobFeed] = []
@@ -159,14 +160,6 @@ class BoardPoller:
                 found[name] = self.board.sessions.backend(name)
             except UnknownSessionError:
                 continue  # stopped while we looked
-        return found
-
-    def _retiring(self, registered: dict[str, SessionBackend]) -> dict[str, SessionBackend]:
-        # A name registered again is followed through its new session.
-        found = {}
-        for name, backend in self.board.retiring().items():
-            if name not in registered and not backend.problem():
-                found[name] = backend
         return found
 
     def _describe_safely(self) -> list[SessionView]:

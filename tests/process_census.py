@@ -68,18 +68,6 @@ class ProcessCensus:
         self._sample()
         return self.counts()
 
-    def seen(self) -> set[tuple[int, float]]:
-        """Every process counted so far, by (pid, start time), after a fresh look."""
-        self._sample()
-        with self._lock:
-            return set(self._seen)
-
-    def kinds_since(self, seen: set[tuple[int, float]]) -> list[str]:
-        """The kinds of the processes counted since ``seen`` (from ``seen()``)."""
-        self._sample()
-        with self._lock:
-            return sorted({kind for key, kind in self._seen.items() if key not in seen})
-
     def counts(self) -> dict[str, int]:
         with self._lock:
             found = Counter(self._seen.values())
