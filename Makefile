@@ -75,20 +75,28 @@ browser:
 RESULTS := build/test-results
 JUNIT = --junitxml=$(RESULTS)/$@.xml
 
-pytest: setup browser
-	$(BIN)/python -m pytest $(JUNIT)
+# Modules run side by side in PYTEST_WORKERS processes (pytest-xdist), each module whole
+# in one of them (its fixtures shared as written); the slowest start first (conftest).
+PYTEST_WORKERS ?= 3
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile
 
-# The README's test command: set up, then every target, each timed; a table of where the
-# time went (per target and per module) is printed at the end (scripts/test_times.py).
+pytest: setup browser
+	$(BIN)/python -m pytest $(PARALLEL) $(JUNIT)
+
+# The README's test command: set up, then every target side by side (each one's output
+# printed whole when it ends), each timed; a table of where the time went (per target and
+# per module) is printed at the end (scripts/test_times.py). Side by side because the
+# kernel-level suites wait on JVMs and kernels: one at a time leaves the cores idle.
+TEST_TARGETS := timed-pytest timed-test-lowest timed-test-newest timed-static
+
 test:
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	@$(MAKE) --no-print-directory timed-setup-all
 	@started=$$(date +%s); \
-	for target in static pytest test-lowest test-newest; do \
-		$(MAKE) --no-print-directory timed-$$target || { status=1; break; }; \
-	done; \
+	$(MAKE) --no-print-directory --keep-going -j4 --output-sync=target $(TEST_TARGETS); \
+	status=$$?; \
 	echo "test $$(( $$(date +%s) - started ))" >> $(RESULTS)/targets.txt; \
-	$(BIN)/python scripts/test_times.py $(RESULTS); exit $${status:-0}
+	$(BIN)/python scripts/test_times.py $(RESULTS); exit $$status
 
 # Lint, format, types and the TypeScript tests.
 static: lint typecheck tstest
@@ -179,14 +187,22 @@ SHOW_VERSIONS := pip list --format=freeze | grep -iE '^(pyspark|ipykernel|ipytho
 
 test-lowest: require-python-oldest $(LOWEST_VENV)/.installed
 	$(LOWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
-	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(JUNIT) $(LOWEST_TESTS)
+	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider -n 2 --dist loadfile $(JUNIT) $(LOWEST_TESTS)
 
 test-newest: require-python-newest $(NEWEST_VENV)/.installed
 	$(NEWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
 	$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(JUNIT) $(NEWEST_TESTS)
 
-# Everything `make test` needs installed: the three venvs, Chromium, the npm packages.
-setup-all: setup browser require-python-oldest require-python-newest $(LOWEST_VENV)/.installed $(NEWEST_VENV)/.installed
+# The class-data archive a test venv's JVMs start from (tests/jvm_options.py: about a
+# minute, once; a test run makes it itself when it is missing).
+%/.jvm-class-data: %/.installed
+	$*/bin/python tests/jvm_options.py
+	touch $@
+
+# Everything `make test` needs installed: the three venvs with their JVM class-data
+# archives, Chromium, the npm packages.
+setup-all: setup browser require-python-oldest require-python-newest \
+		$(foreach v,$(VENV) $(LOWEST_VENV) $(NEWEST_VENV),$(v)/.jvm-class-data)
 	$(JLPM) install --immutable
 
 # Speed and memory targets (ratios against a baseline in the same run); rewrites

@@ -131,6 +131,36 @@ Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_
 """
 
 
+def _test_suite(r: dict[str, Any]) -> str:
+    def cell(seconds: float | None) -> str:
+        return "" if seconds is None else f"{round(seconds) // 60}:{round(seconds) % 60:02d}"
+
+    rows = "\n".join(
+        f"| {name} | {cell(before)} | {cell(r['after'].get(name))} |"
+        for name, before in r["before"].items()
+    )
+    census = r["census"]
+    counted = ", ".join(
+        f"{target}: {c['kernels']} kernels, {c['JVMs']} JVMs, {c['Jupyter servers']} servers, "
+        f"{c['browsers']} browsers"
+        for target, c in census.items()
+    )
+    total = r["after"]["test"]
+    return f"""## Test suite time (`make test`, `scripts/test_times.py --json`)
+
+Wall time of `make test` per target on this 2-core machine (m:ss). Before: {r["before_source"]}.
+After: a run of {r["measured_at"]} with set-up done; the test targets now run side by side,
+so their rows overlap and the last row is the whole. Processes started (counted by
+tests/process_census.py): {counted}. {r["notes"]}
+
+| target | before | after |
+|---|---:|---:|
+{rows}
+
+Target: `make test` after set-up under 20:00. Met: **{"yes" if total < 1200 else "NO"}**.
+"""
+
+
 RENDERERS = {
     "board_overhead": board_overhead_render.render,
     "board_overhead_big": board_overhead_render.render_big,
@@ -140,6 +170,7 @@ RENDERERS = {
     "connect_cancel_latency": _connect_cancel_latency,
     "artifacts": _artifacts,
     "kernel_shutdown": _kernel_shutdown,
+    "test_suite": _test_suite,
 }
 
 

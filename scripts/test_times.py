@@ -4,10 +4,13 @@ Makefile, one ``<target> <seconds>`` line per timed target, ``test`` for the who
 after set-up; each pytest target's JUnit XML and
 the process census beside it, written by tests/conftest.py).
 
-    python scripts/test_times.py [RESULTS] [--update CONTRIBUTING.md]
+    python scripts/test_times.py [RESULTS] [--update CONTRIBUTING.md] [--json FILE]
 
 prints the tables as Markdown; --update also puts them into the file, between the
-``<!-- test-times -->`` and ``<!-- /test-times -->`` lines.
+``<!-- test-times -->`` and ``<!-- /test-times -->`` lines; --json records the targets'
+times and process counts as the "after" of the suite-time benchmark
+(benchmarks/results/test_suite.json, rendered on docs/benchmarks.md by
+benchmarks/report.py; its "before" is kept).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
@@ -88,15 +92,30 @@ def update(path: Path, text: str) -> None:
     path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
 
 
+def record(results: Path, path: Path) -> None:
+    """Put this run's targets and census into the benchmark's JSON, keeping the rest."""
+    data = json.loads(path.read_text()) if path.exists() else {"benchmark": "test_suite"}
+    data["after"] = dict(read_targets(results))
+    data["census"] = {
+        census.name.removesuffix(".census.json"): json.loads(census.read_text())
+        for census in sorted(results.glob("*.census.json"))
+    }
+    data["measured_at"] = time.strftime("%Y-%m-%d", time.localtime(results.stat().st_mtime))
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="?", default="build/test-results", type=Path)
     parser.add_argument("--update", type=Path, help="a Markdown file to put the tables into")
+    parser.add_argument("--json", type=Path, help="the suite-time benchmark's JSON to update")
     args = parser.parse_args()
     text = tables(args.results)
     print(text, end="")
     if args.update:
         update(args.update, text)
+    if args.json:
+        record(args.results, args.json)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jvm_options
 import pytest
 from process_census import ProcessCensus, summary_line
 
@@ -26,14 +29,26 @@ from kernel_driver import Kernel
 # Executors' Python workers must be this interpreter (it has pyarrow and the package).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-#: The JIT of the JVMs the tests start (drivers and Connect servers through spark-submit,
-#: the standalone daemons): C1 only. A test's JVM lives for seconds of small jobs, where
-#: C2's compiling is pure cost: a driver's start and first jobs took 12 s of CPU instead
-#: of 20 on this 2-core machine. Behaviour is the same; benchmarks do not use this.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-os.environ["SPARK_SUBMIT_OPTS"] = (
-    f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {TEST_JVM_OPTIONS}".strip()
-)
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every JVM of the run starts with jvm_options (C1 only, Spark's classes from a
+    class-data archive): made once per virtualenv, before any worker starts, so xdist's
+    workers inherit the options."""
+    if "not spark" in (config.getoption("markexpr") or ""):
+        return  # `make check`: no JVM
+    if "JSS_TEST_JVM_OPTIONS" not in os.environ:
+        os.environ["JSS_TEST_JVM_OPTIONS"] = jvm_options.options_for(jvm_options.ensure_archive())
+    options, submit = os.environ["JSS_TEST_JVM_OPTIONS"], os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if options not in submit:  # a worker inherits the controller's
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{submit} {options}".strip()
+    # Executors (local-cluster's, a standalone worker's) are started by Spark from the
+    # driver's conf: PySpark passes these arguments to every driver's spark-submit.
+    # defaultJavaOptions: a test's own extraJavaOptions still apply, after these.
+    os.environ.setdefault(
+        "PYSPARK_SUBMIT_ARGS",
+        f"--conf {shlex.quote('spark.executor.defaultJavaOptions=' + options)} pyspark-shell",
+    )
+
 
 SPARK_TEST_CONF = (
     "c.SparkSessionsConfig.default_master = 'local[2]'\n"
@@ -45,8 +60,39 @@ SPARK_TEST_CONF = (
 _census = ProcessCensus()
 
 
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    _census.start()
+    # The controller's census sees its workers' children too: workers count nothing.
+    if not _is_xdist_worker(session.config):
+        _census.start()
+
+
+#: The modules that take longest (a minute or more each, from the last full run's table in
+#: CONTRIBUTING.md), longest first. pytest-xdist hands out whole modules (--dist loadfile)
+#: in collection order, so these start first and the short ones fill in around them.
+SLOWEST_MODULES = (
+    "test_session_identity_kernel.py",
+    "test_notebook7_browser.py",
+    "test_connect_kernel.py",
+    "test_recovery_kernel.py",
+    "test_sidebar_browser.py",
+    "test_artifacts_kernel.py",
+    "test_cell_progress_browser.py",
+    "test_demos.py",
+    "test_connect_identity_kernel.py",
+    "test_privacy_kernel.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOWEST_MODULES.index(name) if name in SLOWEST_MODULES else len(SLOWEST_MODULES)
+
+    items.sort(key=rank)  # stable: each module keeps its own order
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -57,6 +103,62 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     xml = terminalreporter.config.getoption("xmlpath", None)
     if xml:
         Path(xml).with_suffix(".census.json").write_text(json.dumps(counts))
+
+
+#: Markers of the tests that may start kernels, JVMs, Jupyter servers or browsers; `make
+#: check` runs the others, so an unmarked test that starts one fails (below).
+HEAVY_MARKERS = ("spark", "kernel", "browser")
+
+
+def heavy_process(args: Any) -> str | None:
+    """What ``args`` (a Popen command) would start that only marked tests may: a JVM
+    (java, spark-submit, spark-class), a kernel, a Jupyter server or a browser; else None."""
+    words = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    text = [os.fsdecode(w) for w in words]
+    names = [Path(w).name for w in text]
+    if any(n in ("spark-submit", "spark-class") for n in names):
+        return "a JVM"
+    if names[:1] == ["java"] and not _is_script(text[0]):  # a stand-in script is no JVM
+        return "a JVM"
+    if any("ipykernel_launcher" in w for w in text):
+        return "a kernel"
+    if any(n.startswith("jupyter") for n in names[:1]) or text[1:3] == ["-m", "jupyter"]:
+        return "a Jupyter server"
+    if any("chrom" in n for n in names[:1]):
+        return "a browser"
+    return None
+
+
+def _is_script(path: str) -> bool:
+    try:
+        with open(shutil.which(path) or path, "rb") as file:
+            return file.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Any:
+    """A test without one of HEAVY_MARKERS that starts a kernel, a JVM, a server or a
+    browser fails, naming the marker it needs: `make check` must not start one."""
+    if any(item.get_closest_marker(m) for m in HEAVY_MARKERS):
+        return (yield)
+    original = subprocess.Popen.__init__
+
+    def guarded(self: subprocess.Popen[Any], args: Any, *more: Any, **options: Any) -> None:
+        what = heavy_process(args)
+        if what is not None:
+            raise AssertionError(
+                f"{item.nodeid} starts {what} ({args!r}) but is not marked "
+                f"{' / '.join(HEAVY_MARKERS)}: mark it (pytestmark) so `make check` skips it"
+            )
+        original(self, args, *more, **options)
+
+    subprocess.Popen.__init__ = guarded  # type: ignore[method-assign]
+    try:
+        return (yield)
+    finally:
+        subprocess.Popen.__init__ = original  # type: ignore[method-assign]
 
 
 def start_extension_kernel(
@@ -95,7 +197,7 @@ def _jss_reset(settings):
         session = registry.session(name)
         if hasattr(session, 'interruptAll') and getattr(session, 'session_id', None):
             session.interruptAll()  # a Spark Connect session's operations
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (
         any(not g.finished or g.tasks_still_running for g in registry.board.snapshot().groups)
         or (sc is not None and sc.statusTracker().getActiveJobsIds())
@@ -109,6 +211,7 @@ def _jss_reset(settings):
     # The board forgets finished groups beyond retained_groups: with none retained, the
     # next poll empties it.
     registry.config.retained_groups = 0
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline and registry.board.snapshot().groups:
         registry.board.wake_now()
         time.sleep(0.1)
@@ -129,7 +232,11 @@ def _jss_known_state():
     sc = SparkContext._active_spark_context
     return {
         'sessions': registry.names(),
-        'board groups': [g.id for g in registry.board.snapshot().groups],
+        'board groups': [
+            f'{g.id} ({g.state}, {g.tasks_still_running} tasks still running)'
+            for g in registry.board.snapshot().groups
+        ],
+        'board error': registry.board.snapshot().error,
         'running Spark jobs': list(sc.statusTracker().getActiveJobsIds()) if sc else [],
         'user variables': sorted(
             n for n in get_ipython().user_ns if not n.startswith('_')
@@ -161,6 +268,7 @@ class SharedKernel:
         expected = {
             "sessions": [],
             "board groups": [],
+            "board error": "",
             "running Spark jobs": [],
             "user variables": [],
         }
@@ -272,7 +380,7 @@ def standalone_cluster_running(
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_LOG_DIR=str(log_dir),
         PYSPARK_PYTHON=env.get("PYSPARK_PYTHON", sys.executable),
-        SPARK_DAEMON_JAVA_OPTS=TEST_JVM_OPTIONS,
+        SPARK_DAEMON_JAVA_OPTS=os.environ.get("JSS_TEST_JVM_OPTIONS", ""),
     )
     cluster = StandaloneCluster(
         url=f"spark://127.0.0.1:{port}",

@@ -47,6 +47,7 @@ def test_java_home_wins_over_path(tmp_path: Path) -> None:
     assert find_java({"JAVA_HOME": str(tmp_path), "PATH": os.environ["PATH"]}) is None
 
 
+@pytest.mark.spark  # runs the real `java -version`
 def test_this_machine_has_a_supported_java() -> None:
     # The test suite needs a real JVM; the set-up installs one when missing.
     java = require_java()

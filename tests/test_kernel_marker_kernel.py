@@ -14,6 +14,8 @@ import pytest
 from jupyter_spark_sessions.kernel_marker import DOCS_URL, MARKER_TEXT
 from kernel_driver import Kernel
 
+pytestmark = pytest.mark.kernel
+
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:

@@ -1,17 +1,20 @@
 """Whose job is it: a job lands in the Spark session that ran it, through a real kernel
-(jupyter_client) on real classic Spark, on three masters: ``local[2]``,
-``local-cluster[2,1,1024]`` (executor processes) and a real standalone cluster (a master
-and two workers started from the installed PySpark, see conftest).
+(jupyter_client), on classic Spark on three masters (``local[2]``,
+``local-cluster[2,1,1024]``: executor processes, and a real standalone cluster: a master
+and two workers started from the installed PySpark, see conftest) and on Spark Connect
+(sessions of a local Connect server, ``--remote local``). Each behaviour both backends
+share is one test, run on every backend; what only one has is marked so.
 
-Spark's own record is the truth each test checks the board against: a SQL/DataFrame job
+Spark's own record is the truth each test checks the board against: a classic SQL job
 carries its session's ``spark-session-<uuid>`` tag (Spark's status tracker,
-``getJobIdsForTag``); the board must show it under that session, in the group of the
-cell that started it (``<session>:<execution count>``), or ``<session>:background`` when
-no managed cell started it. RDD jobs, which Spark gives no session, belong to the
-session the thread is bound to. A cancel reaches exactly the jobs shown under what was
-cancelled: the other session's job, even one carrying the same cell's thread tag, runs
-on to its correct result. Binding a session makes it Spark's active session. The
-kernel's Interrupt cancels its cell's jobs only.
+``getJobIdsForTag``), a Connect operation belongs to the session it was sent on; the
+board must show it under that session, in the group of the cell that started it
+(``<session>:<execution count>``), or ``<session>:background`` when no managed cell
+started it. RDD jobs, which Spark gives no session, belong to the session the thread is
+bound to. A cancel reaches exactly the jobs shown under what was cancelled: the other
+session's job, even one carrying the same cell's thread tag, runs on to its correct
+result. Binding a session makes it Spark's active session. The kernel's Interrupt
+cancels its cell's jobs only.
 
 Every executor has one core: a job of two partitions holds both slots, so the other
 session's job waits for them and runs once the cancelled tasks are gone.
@@ -22,10 +25,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import StandaloneCluster, start_extension_kernel
+from test_connect_identity_kernel import STANDARD_CELL, expected
 from test_job_board_kernel import board
 from test_job_board_kernel import request as protocol_request
 
@@ -34,6 +39,17 @@ from kernel_driver import Kernel
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 MASTERS = ["local[2]", "local-cluster[2,1,1024]", "standalone"]
+#: Every backend: the classic masters, and sessions of a local Spark Connect server.
+BACKENDS = [*MASTERS, "connect"]
+
+#: For a test of what only classic Spark has (Spark's job tags, RDD jobs, Interrupt's
+#: handler), on its three masters.
+classic_only = pytest.mark.parametrize("env", MASTERS, indirect=True)
+#: For a test of what only Spark Connect has.
+connect_only = pytest.mark.parametrize("env", ["connect"], indirect=True)
+
+#: What the error of a cancelled job or operation says, per backend.
+CANCELLED = {"classic": "SPARK_JOB_CANCELLED", "connect": "OPERATION_CANCELED"}
 
 # Kernel-side helpers. Job ids are dense, so the jobs started since the last call are
 # those from the cursor on; Spark's session tag on each says which session ran it.
@@ -73,7 +89,7 @@ def _jss_new_jobs():
     return [[job, owner.get(job)] for job in new]
 
 
-def _uuid(name):
+def _ident(name):
     return _reg.session(name)._jsparkSession.sessionUUID()
 
 
@@ -149,15 +165,112 @@ def _cleanup():
     _jss_new_jobs()
 """
 
+# The same helpers for Spark Connect sessions (its own UDF flavour, sessions known by
+# their session id, cancel by interrupting every operation).
+CONNECT_SETUP = """
+import functools
+import threading
+import time
+from pyspark.sql import SparkSession
+from pyspark.sql.connect.functions import udf as _connect_udf
+from pyspark.sql.types import LongType
+
+_reg = __import__('jupyter_spark_sessions').default_registry()
+a_s, b_s = _reg.session('a'), _reg.session('b')
+
+
+def _ident(name):
+    return _reg.session(name).session_id
+
+
+def _active():
+    '''[getActiveSession(), active()] in this thread, by Connect session id.'''
+    found = SparkSession.getActiveSession()
+    try:
+        active = SparkSession.active().session_id
+    except Exception as exc:
+        active = f'raised {type(exc).__name__}: {exc}'[:200]
+    return [found.session_id if found is not None else None, active]
+
+
+@_connect_udf(LongType())
+def _slow1(x):
+    import time
+    time.sleep(1)
+    return x
+
+
+@_connect_udf(LongType())
+def _slow60(x):
+    import time
+    time.sleep(60)
+    return x
+
+
+def _slow_sum(session, rows, partitions=2):
+    df = session.range(0, rows, 1, partitions).select(_slow1('id').alias('v'))
+    return sum(r.v for r in df.collect())
+
+
+def _endless(session, partitions=2):
+    return session.range(0, partitions, 1, partitions).select(_slow60('id')).collect()
+
+
+_results, _threads = {}, {}
+
+
+def _record(key, job):
+    try:
+        _results[key] = job()
+    except BaseException as exc:
+        _results[key] = 'error: ' + str(exc)[:500]
+
+
+def _start(key, job, inheritable=False):
+    thread = threading.Thread(target=functools.partial(_record, key, job), daemon=True)
+    _threads[key] = thread
+    thread.start()
+
+
+def _join(key, timeout=120):
+    _threads[key].join(timeout)
+    return _results.get(key, 'still running' if _threads[key].is_alive() else 'no result')
+
+
+def _jss_new_jobs():
+    return []
+
+
+def _cleanup():
+    for name in _reg.names():
+        _reg.session(name).interruptAll()
+    for thread in _threads.values():
+        thread.join(30)
+    _threads.clear()
+"""
+
+CONNECT_CONF = (
+    "c.SparkSessionsConfig.default_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false', "
+    "'spark.ui.showConsoleProgress': 'false'}\n"
+    "c.SparkSessionsConfig.connect_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'false'}\n"
+    "c.SparkSessionsConfig.connect_retry_seconds = 3.0\n"
+)
+
 
 @dataclass
 class Env:
     """One kernel on one master, with sessions a and b."""
 
     kernel: Kernel
-    master: str  # as the kernel's SparkContext reports it
+    master: str  # as the kernel's SparkContext reports it; "connect" for Connect
     cluster: StandaloneCluster | None
     create_seconds: float  # the first `create`, which starts the SparkContext
+
+    @property
+    def backend(self) -> str:
+        return "connect" if self.master == "connect" else "classic"
 
 
 def kernel_config(master: str) -> str:
@@ -169,10 +282,19 @@ def kernel_config(master: str) -> str:
     )
 
 
-@pytest.fixture(scope="module", params=MASTERS)
+@pytest.fixture(scope="module", params=BACKENDS)
 def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     cluster = None
     master = request.param
+    if master == "connect":
+        kernel = start_extension_kernel(tmp_path_factory, CONNECT_CONF)
+        started = time.monotonic()
+        kernel.ok("%spark_session create a --remote local\n%spark_session create b --remote local")
+        create_seconds = time.monotonic() - started
+        kernel.ok(CONNECT_SETUP)
+        yield Env(kernel, master, None, create_seconds)
+        kernel.shutdown()
+        return
     if master == "standalone":
         cluster = request.getfixturevalue("standalone_cluster")
         master = cluster.url
@@ -266,6 +388,7 @@ def spark_active_jobs(kernel: Kernel) -> list[int]:
 # -- the tests -------------------------------------------------------------------------
 
 
+@classic_only
 def test_the_kernel_runs_on_its_master_with_executors(env: Env) -> None:
     """The fixtures work: the context runs on the master asked for, executors included."""
     kernel = env.kernel
@@ -290,17 +413,26 @@ def test_the_kernel_runs_on_its_master_with_executors(env: Env) -> None:
         assert status["aliveworkers"] == 2
 
 
-def test_a_job_of_session_b_in_a_cell_bound_to_a_is_filed_under_b(kernel: Kernel) -> None:
+def test_a_job_of_session_b_in_a_cell_bound_to_a_is_filed_under_b(env: Env, kernel: Kernel) -> None:
     ran = kernel.ok("b_s.range(0, 4, 1, 2).selectExpr('sum(id)').collect()[0][0]")
     assert ran.result_text == "6"
     count = ran.execution_count
-    jobs = new_jobs(kernel)
-    assert jobs and all(owner == "b" for _, owner in jobs), f"Spark: session b ran {jobs}"
-    assert_filed(kernel, {job: (f"b:{count}", "b") for job, _ in jobs})
+    if env.backend == "classic":  # Spark's record: each job's session tag
+        jobs = new_jobs(kernel)
+        assert jobs and all(owner == "b" for _, owner in jobs), f"Spark: session b ran {jobs}"
+        assert_filed(kernel, {job: (f"b:{count}", "b") for job, _ in jobs})
+    shown = wait_until(
+        kernel,
+        f"the cell's work in b:{count}",
+        lambda g: bool(g.get(f"b:{count}", {}).get("jobs")),
+        timeout=30,
+    )
+    assert shown[f"b:{count}"]["session"] == "b"
     group_a = groups(kernel).get(f"a:{count}")
     assert group_a is None or not group_a["jobs"], group_a
 
 
+@classic_only
 def test_a_cell_that_ran_jobs_in_two_sessions_shows_one_group_in_each(kernel: Kernel) -> None:
     ran = kernel.ok(
         "_x = spark.range(0, 6, 1, 2).selectExpr('sum(id)').collect()[0][0]\n"
@@ -321,6 +453,7 @@ def test_a_cell_that_ran_jobs_in_two_sessions_shows_one_group_in_each(kernel: Ke
     )
 
 
+@classic_only
 def test_cancel_a_group_spares_the_other_sessions_job_of_the_same_cell(kernel: Kernel) -> None:
     """Both threads carry the cell's thread tag (``jss:a:N``); only a's job is a's."""
     count = kernel.ok(
@@ -357,6 +490,7 @@ def test_cancel_a_group_spares_the_other_sessions_job_of_the_same_cell(kernel: K
     assert_filed(kernel, {job: (f"{owner}:{count}", str(owner)) for job, owner in jobs})
 
 
+@classic_only
 def test_a_thread_of_a_b_cell_using_the_global_spark_runs_in_a(kernel: Kernel) -> None:
     """The thread inherits the ``%%spark_session b`` cell's tags but reads ``spark`` when
     the cell is over: its job runs in session a, and the board and cancel say so."""
@@ -424,7 +558,7 @@ def test_a_thread_of_a_b_cell_using_the_global_spark_runs_in_a(kernel: Kernel) -
 
 
 def test_jobs_started_outside_managed_cells_are_each_sessions_background_group(
-    kernel: Kernel,
+    env: Env, kernel: Kernel
 ) -> None:
     # Plain threads do not inherit the cell's tags: no cell started these jobs.
     kernel.ok(
@@ -442,8 +576,10 @@ def test_jobs_started_outside_managed_cells_are_each_sessions_background_group(
 
     out = kernel.ok("%spark_session cancel b:background").stdout
     assert "b:background" in out and "a:background" not in out, out
-    assert "SPARK_JOB_CANCELLED" in str(kernel.value("_join('b', 60)"))
+    assert CANCELLED[env.backend] in str(kernel.value("_join('b', 60)"))
     assert kernel.value("_join('a')") == 15, "a's background job runs on to its result"
+    if env.backend == "connect":
+        return  # what follows reads Spark's job tags and job statuses: classic's
     jobs = new_jobs(kernel)
     assert sorted(str(owner) for _, owner in jobs) == ["a", "b"], f"Spark: {jobs}"
     assert_filed(kernel, {job: (f"{owner}:background", str(owner)) for job, owner in jobs})
@@ -470,7 +606,8 @@ def test_jobs_started_outside_managed_cells_are_each_sessions_background_group(
 
 
 def test_binding_makes_the_session_sparks_active_one(kernel: Kernel) -> None:
-    a, b = kernel.value("_uuid('a')"), kernel.value("_uuid('b')")
+    a, b = kernel.value("_ident('a')"), kernel.value("_ident('b')")
+    assert a != b
     kernel.ok("%spark_session use b")
     assert kernel.value("_active()") == [b, b], "after use b"
     kernel.ok("%spark_session use a")
@@ -505,6 +642,7 @@ def test_binding_makes_the_session_sparks_active_one(kernel: Kernel) -> None:
     kernel.ok("_hold.set(); _t.join(30)")
 
 
+@classic_only
 def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel) -> None:
     """Interrupt during a cell of a: that cell ends with KeyboardInterrupt, its group is
     cancelled and its slots freed, py4j still works, and b's background job (a thread in
@@ -562,3 +700,79 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
         kernel, "b:9301 succeeded", lambda g: g["b:9301"]["state"] != "running", timeout=30
     )
     assert ended["b:9301"]["state"] == "succeeded"
+
+
+# -- what only Spark Connect has -------------------------------------------------------
+
+
+def have_sessions(kernel: Kernel, *names: str) -> None:
+    """Connect sessions ``names``, created unless an earlier test made them."""
+    for name in names:
+        if name not in kernel.value("_reg.names()"):
+            kernel.ok(f"%spark_session create {name} --remote local")
+
+
+@connect_only
+def test_standard_imports_work_in_a_kernel_whose_only_sessions_are_connect(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    have_sessions(kernel, "c")
+    kernel.ok("%spark_session use c")
+    (tmp_path / "lookup.csv").write_text("lookup of c\n")
+    kernel.ok(f"%spark_session add_file c {tmp_path / 'lookup.csv'}")
+    ran = kernel.execute(STANDARD_CELL)
+    assert ran.status == "ok", f"{ran.error_name}: {ran.error_value[:300]}"
+    assert kernel.value("_got") == expected("lookup of c")
+    # No classic SparkContext was started for that.
+    assert kernel.value("__import__('pyspark').SparkContext._active_spark_context is None")
+    shown = wait_until(
+        kernel,
+        f"c:{ran.execution_count} with the cell's operations",
+        lambda g: bool(g.get(f"c:{ran.execution_count}", {}).get("jobs")),
+        timeout=30,
+    )
+    assert shown[f"c:{ran.execution_count}"]["session"] == "c"
+
+
+@connect_only
+def test_stopping_one_connect_session_leaves_the_next_udf_of_another_working(
+    kernel: Kernel,
+) -> None:
+    """Connect's ``udf()`` reads settings from the active session: a UDF made in a cell
+    bound to r2 takes r2's (its Arrow setting says which), and still works after the
+    session that was active before is stopped."""
+    have_sessions(kernel, "c", "r1", "r2")
+    kernel.ok(
+        "%%spark_session r2\nspark.conf.set('spark.sql.execution.pythonUDF.arrow.enabled', 'true')"
+    )
+    udf_cell = (
+        "from pyspark.sql.connect.functions import udf as _cudf\n"
+        "from pyspark.sql.types import LongType\n"
+        "@_cudf(LongType())\n"
+        "def _twice(x):\n"
+        "    return 2 * x\n"
+        "_rows = spark.range(4).select(_twice('id')).collect()\n"
+        "_made = [_twice.evalType, sum(r[0] for r in _rows)]"
+    )
+    arrow, plain = 101, 100  # PythonEvalType.SQL_ARROW_BATCHED_UDF, SQL_BATCHED_UDF
+    # r1, then a: the session PySpark itself made active (the first one created), which
+    # a binding must not leave in charge either.
+    for victim in ("r1", "a"):
+        kernel.ok(
+            f"%%spark_session {victim}\n"
+            "spark.conf.set('spark.sql.execution.pythonUDF.arrow.enabled', 'false')"
+        )
+        kernel.ok(f"%spark_session use {victim}\n{udf_cell}")
+        assert kernel.value("_made") == [plain, 12], f"a UDF of {victim}"
+        kernel.ok(f"%%spark_session r2\n{udf_cell}")
+        assert kernel.value("_made") == [arrow, 12], "a UDF of r2 takes r2's settings"
+        kernel.ok(f"%spark_session stop {victim}")
+        kernel.ok(f"assert _reg._releases[{victim!r}].wait(30)")
+        for how in ("%%spark_session r2\n", "%spark_session use r2\n"):
+            ran = kernel.execute(how + udf_cell)
+            assert ran.status == "ok", (
+                f"after stop {victim}, {how.strip()}: {ran.error_name}: {ran.error_value[:300]}"
+            )
+            assert kernel.value("_made") == [arrow, 12], f"after stop {victim}, {how.strip()}"
+    # The fixture's sessions again, for the tests after this one.
+    kernel.ok("%spark_session create a --remote local\na_s = _reg.session('a')")

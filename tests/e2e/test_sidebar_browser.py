@@ -94,12 +94,13 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     assert group_b.get_attribute("data-state") == "running"
     for name, file in FILE_OF.items():
         files_of(sidebar, name).filter(has_text=file).wait_for(timeout=30_000)
-    progress = group_a.locator("[data-testid='jss-job-progress']").first
-    progress.wait_for(timeout=30_000)
-    assert progress.get_attribute("data-total") == "1"
-    stage = group_a.locator("[data-testid='jss-stage-progress']").first
-    stage.wait_for(timeout=30_000)
-    assert stage.get_attribute("data-active") == "1"
+    # The job and its stage show before their task runs: wait for the running task.
+    group_a.locator("[data-testid='jss-job-progress'][data-total='1']").first.wait_for(
+        timeout=60_000
+    )
+    group_a.locator("[data-testid='jss-stage-progress'][data-active='1']").first.wait_for(
+        timeout=60_000
+    )
     for name in ("a", "b"):
         timeline = sidebar.locator(f"[data-testid='jss-timeline'][data-session='{name}']")
         assert timeline.locator("[data-testid='jss-timeline-bar']").count() >= 1
