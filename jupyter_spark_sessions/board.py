@@ -161,6 +161,7 @@ class JobBoard:
         #: Sessions stopped while their groups ran, by name: the producer goes on reading
         #: their jobs until those groups end (``retiring``).
         self._retiring: dict[str, SessionBackend] = {}
+        self._released: set[str] = set()  # retiring sessions whose release has finished
 
     # -- reading -------------------------------------------------------------------
 
@@ -362,11 +363,18 @@ class JobBoard:
 
     def _cancel_if_requested(self, group: _Group, jobs: Iterable[JobView]) -> None:
         # Under _lock: send a cancel for each running job of a cancelled group, once.
+        stopped = group.session in self._retiring
+        jobs = list(jobs)
+        if stopped and group.cancel_requested_at is None and any(j.running for j in jobs):
+            group.cancel_requested_at = time.time()
+            group.cancel_source = "stop"
         requested_at = group.cancel_requested_at
         if requested_at is None:
             return
-        if group.count is None:  # background: new work of a thread is not cancelled
-            jobs = [j for j in jobs if (j.submitted_at or 0.0) <= requested_at]
+        if group.count is None and not stopped:
+            jobs = [j for j in jobs if (j.submitted_at or 0.0) <= requested_at]  # background
+        # A stopped session's later jobs are cancelled too: a query's next job (adaptive
+        # execution submits one per stage) may start after the stop's cancel was sent.
         running = [j for j in jobs if j.running]
         group.cancel_job_ids = group.cancel_job_ids | {j.id for j in running}  # aimed at
         refs = [j.operation_id or j.id for j in running]
@@ -385,7 +393,9 @@ class JobBoard:
         try:
             backend = self.sessions.backend(session)
         except UnknownSessionError:
-            return  # stopped meanwhile: `stop` already cancelled its jobs
+            if session not in self._retiring:
+                return  # released: nothing of it runs any more
+            backend = self._retiring[session]
         self._pending_cancels.append(PendingCancel(session, backend, refs, whole_session, tag))
         self.cancel_ready.set()
 
@@ -398,22 +408,31 @@ class JobBoard:
     # -- stopped sessions ------------------------------------------------------------
 
     def retire(self, session: str, backend: SessionBackend) -> None:
-        """``session`` was stopped (its jobs cancelled): keep following its groups until
-        they end, so that they show how they ended, not "cancelling" for ever."""
+        """``session`` was stopped (its jobs cancelled): until it is released, cancel any
+        job of it seen running, and follow its groups until they end, so that they show
+        how they ended, not "cancelling" for ever."""
         with self._lock:
             self._retiring[session] = backend
+            self._released.discard(session)
+        self.wake_now()
+
+    def released(self, session: str) -> None:
+        """The stopped ``session`` was released (no job of it ran for a while)."""
+        with self._lock:
+            self._released.add(session)
         self.wake_now()
 
     def retiring(self) -> dict[str, SessionBackend]:
-        """For the producer: the stopped sessions whose groups have not all ended yet
-        (the others are let go here), with their backends."""
+        """For the producer: the stopped sessions not yet released or whose groups have
+        not all ended yet (the others are let go here), with their backends."""
         groups = self._snapshot.groups
         with self._lock:
             for name in list(self._retiring):
-                if not any(
+                if name in self._released and not any(
                     g.session == name and (not g.finished or g.tasks_still_running) for g in groups
                 ):
                     del self._retiring[name]
+                    self._released.discard(name)
             return dict(self._retiring)
 
     # -- what the producer tells the board ---------------------------------------------

@@ -51,6 +51,9 @@ Origin = Literal["created", "adopted"]
 
 # Letters, digits, '_', '.', '-'; never ':' or ',' (they would break job tags).
 _NAME_PATTERN = re.compile(r"[^\W\d][\w.-]{0,63}")
+#: A stopped session is released once none of its jobs ran for this long: until then
+#: the board cancels any job of it it sees (a running query's next job included).
+_STOPPED_SESSION_QUIET_SECONDS = 1.0
 
 
 def check_session_name(name: str) -> None:
@@ -589,7 +592,7 @@ class SessionRegistry:
 
     def _release_when_idle(self, managed: ManagedSession, release: Release, timeout: float) -> None:
         try:
-            _wait_for_jobs_to_end(managed, timeout)
+            _wait_for_jobs_to_end(managed, timeout, quiet=_STOPPED_SESSION_QUIET_SECONDS)
             managed.backend.release()
             _remove_directory(managed.directory)
         except BaseException as exc:  # reported on the handle, never lost in a thread
@@ -597,6 +600,8 @@ class SessionRegistry:
             release._finish(exc)
         else:
             release._finish()
+        finally:
+            self.board.released(managed.name)
 
     def shutdown(self) -> None:
         """Kernel shutdown: release every created session, unregister adopted ones, and
@@ -639,12 +644,20 @@ class SessionRegistry:
         reap_when_it_exits(classic.gateway_process())
 
 
-def _wait_for_jobs_to_end(managed: ManagedSession, timeout: float) -> None:
+def _wait_for_jobs_to_end(managed: ManagedSession, timeout: float, quiet: float = 0.0) -> None:
+    """Until no job of the session has run for ``quiet`` seconds (a query's next job
+    starts a moment after its previous one ends), or ``timeout``."""
     deadline = time.monotonic() + timeout
+    idle_since: float | None = None
     while not managed.backend.problem():
-        if not managed.backend.running_jobs():
+        now = time.monotonic()
+        if managed.backend.running_jobs():
+            idle_since = None
+        elif idle_since is None:
+            idle_since = now
+        if idle_since is not None and now - idle_since >= quiet:
             return
-        if time.monotonic() >= deadline:
+        if now >= deadline:
             log.warning("jobs of session %r still run; releasing it anyway", managed.name)
             return
         time.sleep(0.05)

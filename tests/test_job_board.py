@@ -218,6 +218,30 @@ def test_cancel_of_a_session_uses_its_tags_and_spares_others() -> None:
     assert set(everything.cancelling) == {"a:3", "b:4"}
 
 
+def test_a_stopped_sessions_later_jobs_are_cancelled_until_it_is_released() -> None:
+    sessions = FakeSessions("a", "b")
+    board = JobBoard(sessions, SparkSessionsConfig())  # type: ignore[arg-type]
+    thread_job = {"tags": ("jss:a",), "submitted": 1_000_000}  # a's background group
+    feed(board, job_data(1, **thread_job), job_data(2, tags=("jss:b", "jss:b:4")))
+    board.request_cancel(session="a", source="stop")
+    backend = sessions.backend("a")
+    board.retire("a", backend)  # type: ignore[arg-type]
+    sessions._names.remove("a")  # unregistered, as `stop` does
+    assert pending(board) == [("a", "jobs", (1,)), ("a", "session")]
+    # The query's first job ended; its next one starts after the stop (a background
+    # group's new work is otherwise spared by a group cancel): it is cancelled too.
+    late = {"tags": ("jss:a",), "submitted": 2_000_000_000_000}
+    feed(board, job_data(1, "SUCCEEDED", **thread_job), job_data(3, **late))
+    assert pending(board) == [("a", "jobs", (3,))]
+    assert board.retiring() == {"a": backend}
+    feed(board, job_data(3, "FAILED", **late))
+    assert board.retiring() == {"a": backend}  # not released yet: still followed
+    board.released("a")
+    assert board.retiring() == {}
+    assert board.snapshot().group("b:4").state == "running"  # type: ignore[union-attr]
+    assert pending(board) == []
+
+
 def test_finished_groups_are_kept_up_to_the_bound() -> None:
     board = make_board("a", retained=2)
     for n in range(1, 5):
