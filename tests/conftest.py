@@ -82,7 +82,6 @@ SLOWEST_MODULES = (
     "test_artifacts_kernel.py",
     "test_cell_progress_browser.py",
     "test_demos.py",
-    "test_connect_identity_kernel.py",
     "test_privacy_kernel.py",
 )
 

@@ -1,7 +1,13 @@
 """Spark Connect sessions beside classic ones, through a real kernel (jupyter_client), a
 real local Spark Connect server (started by ``--remote local``) and a classic JVM:
-isolated files, the board and cancel on the control channel, release on stop, and a
-server that dies mid-query."""
+isolated files, the board and cancel on the control channel, release on stop, the
+standard ``pyspark.sql.functions`` imports (``lit``, ``udf``, ``sum``, Column
+expressions, ``pandas_udf``) and Spark's active session following the session the cell
+is bound to (a Column or UDF of the other flavour is one line saying so), and a server
+that dies mid-query.
+
+A kernel whose sessions are all Connect ones is tested beside the classic masters in
+test_session_identity_kernel.py (one test per behaviour, run on every backend)."""
 
 from __future__ import annotations
 
@@ -62,6 +68,61 @@ def sleepy(x):
 CONNECT_LONG_CELL = "spark.range(0, 2, 1, 1).select(sleepy('id')).collect()"
 
 
+# Ordinary user code, as every Spark Connect example has it: the standard imports.
+STANDARD_CELL = """
+from pyspark.sql.functions import col, lit, pandas_udf, udf, sum as F_sum
+from pyspark.sql.types import StringType
+
+@udf(StringType())
+def read_lookup(x):
+    return open('lookup.csv').read().strip()
+
+@pandas_udf('long')
+def plus_one(v):
+    return v + 1
+
+_got = [
+    [r[0] for r in spark.range(3).select(lit(1)).collect()],
+    spark.range(1).select(read_lookup('id')).first()[0],
+    spark.range(5).select(F_sum('id')).first()[0],
+    spark.range(3).select((col('id') * 2).alias('x')).agg(F_sum('x')).first()[0],
+    [r[0] for r in spark.range(3).select(plus_one('id')).collect()],
+]
+"""
+
+
+def expected(lookup: str) -> list[Any]:
+    return [[1, 1, 1], lookup, 10, 6, [1, 2, 3]]
+
+
+ACTIVE = """
+from pyspark.sql import SparkSession as _SparkSession
+
+def _active():
+    '''[getActiveSession(), active()] in this thread, by Connect session id or classic
+    session UUID.'''
+    def ident(s):
+        if s is None:
+            return None
+        sid = getattr(s, 'session_id', None)
+        return sid if sid is not None else s._jsparkSession.sessionUUID()
+    try:
+        found = ident(_SparkSession.getActiveSession())
+    except Exception as exc:
+        found = f'raised {type(exc).__name__}: {exc}'[:200]
+    try:
+        active = ident(_SparkSession.active())
+    except Exception as exc:
+        active = f'raised {type(exc).__name__}: {exc}'[:200]
+    return [found, active]
+
+def _ident(name):
+    s = _reg.session(name)
+    sid = getattr(s, 'session_id', None)
+    return sid if sid is not None else s._jsparkSession.sessionUUID()
+"""
+
+
 def connect_registry(expression: str) -> str:
     return f"__import__('jupyter_spark_sessions').registry.default_registry().{expression}"
 
@@ -70,7 +131,7 @@ def connect_registry(expression: str) -> str:
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
     k = start_extension_kernel(tmp_path_factory, CONNECT_CONF)
     k.ok("%spark_session create c1 --remote local\n%spark_session create c2 --remote local")
-    k.ok(UDFS)
+    k.ok(f"{UDFS}\n_reg = __import__('jupyter_spark_sessions').default_registry()\n{ACTIVE}")
     yield k
     k.shutdown()
 
@@ -144,81 +205,79 @@ def test_list_and_board_show_classic_and_connect_sessions_with_their_backend(
     assert "token" not in str(board(kernel))
 
 
-def test_cancel_a_busy_connect_cell_on_control_leaves_the_classic_job_running(
-    kernel: Kernel,
-) -> None:
-    # A classic job in k1 (RDD, 10 rows x 1 s) runs in a background thread meanwhile.
-    kernel.ok(
-        "%%spark_session k1\n"
+# Per backend of the cancelled cell: a query of the other backend's session (10 rows x
+# 1 s, one task) that runs meanwhile in a thread, and the busy cell's 120 s query.
+OTHER_BACKENDS_QUERY = {
+    "connect": (
+        "k1",
         "from pyspark import InheritableThread\n"
-        "k1_result = {}\n"
         "def _slow(x):\n"
         "    import time\n"
         "    time.sleep(1)\n"
         "    return x\n"
-        "def _run_k1(session=spark):\n"
-        "    k1_result['sum'] = session.sparkContext.parallelize(range(10), 1).map(_slow).sum()\n"
-        "k1_thread = InheritableThread(target=_run_k1)\n"
-        "k1_thread.start()\n"
-    )
-    kernel.ok("%spark_session use c1")
-    busy = kernel.client.execute(CONNECT_LONG_CELL)
-    group = wait_for_group(
-        kernel, lambda g: g["session"] == "c1" and g["state"] == "running" and g["jobs"]
-    )
-    assert group["jobs"][0]["operation_id"]
-    assert group["tasks"]["total"] == 1
-    reply, seconds = request(kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]})
-    assert reply["status"] == "ok" and reply["cancelling"] == [group["id"]], reply
-    assert seconds < 1.0
-    started = time.monotonic()
-    result = kernel.collect(busy, timeout=60)
-    assert_cancelled_in_one_line(result, group["id"])
-    assert time.monotonic() - started < 15
-    ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] != "cancelling")
-    assert ended["state"] == "cancelled" and ended["jobs"][0]["status"] == "FAILED"
-    kernel.ok("k1_thread.join(120)")
-    assert kernel.value("k1_result") == {"sum": 45}
-
-
-def test_cancel_a_busy_classic_cell_leaves_the_connect_query_running(kernel: Kernel) -> None:
-    # A Connect query of c2 (10 rows x 1 s, one task) in a background thread meanwhile.
-    kernel.ok(
-        "%%spark_session c2\n"
+        "def _run_other(session=spark):\n"
+        "    rows = session.sparkContext.parallelize(range(10), 1)\n"
+        "    other_result['sum'] = rows.map(_slow).sum()\n"
+        "other_thread = InheritableThread(target=_run_other)\n",
+    ),
+    "classic": (
+        "c2",
         "import threading\n"
-        "c2_result = {}\n"
         "@connect_udf(returnType=LongType())\n"
         "def _slow_c2(x):\n"
         "    import time\n"
         "    time.sleep(1)\n"
         "    return x\n"
-        "def _run_c2(session=spark):\n"
+        "def _run_other(session=spark):\n"
         "    rows = session.range(0, 10, 1, 1).select(_slow_c2('id').alias('v')).collect()\n"
-        "    c2_result['sum'] = sum(r.v for r in rows)\n"
-        "c2_thread = threading.Thread(target=_run_c2)\n"
-        "c2_thread.start()\n"
-    )
-    used = kernel.ok("%spark_session use k1")
-    busy = kernel.client.execute(
+        "    other_result['sum'] = sum(r.v for r in rows)\n"
+        "other_thread = threading.Thread(target=_run_other)\n",
+    ),
+}
+BUSY_CELL = {
+    "connect": ("c1", CONNECT_LONG_CELL),
+    "classic": (
+        "k1",
         "from pyspark.sql.functions import udf\n"
         "@udf('long')\n"
         "def _sleepy_classic(x):\n"
         "    import time\n"
         "    time.sleep(120)\n"
         "    return x\n"
-        "spark.range(0, 2, 1, 1).select(_sleepy_classic('id')).collect()"
-    )
-    # This cell's group (an earlier test's k1 group may still show running for a poll).
+        "spark.range(0, 2, 1, 1).select(_sleepy_classic('id')).collect()",
+    ),
+}
+
+
+@pytest.mark.parametrize("backend", ["connect", "classic"])
+def test_cancel_a_busy_cell_on_control_leaves_the_other_backends_query_running(
+    kernel: Kernel, backend: str
+) -> None:
+    if "k1" not in kernel.value("_reg.names()"):
+        kernel.ok("%spark_session create k1")
+    other, start_other = OTHER_BACKENDS_QUERY[backend]
+    kernel.ok(f"%%spark_session {other}\nother_result = {{}}\n{start_other}other_thread.start()")
+    session, busy_cell = BUSY_CELL[backend]
+    used = kernel.ok(f"%spark_session use {session}")
+    busy = kernel.client.execute(busy_cell)
+    # This cell's group (an earlier test's group of the session may still show running).
     assert used.execution_count is not None
-    busy_group = f"k1:{used.execution_count + 1}"
-    group = wait_for_group(kernel, lambda g: g["id"] == busy_group and g["state"] == "running")
-    reply, _ = request(kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]})
-    assert reply["cancelling"] == [group["id"]], reply
+    busy_group = f"{session}:{used.execution_count + 1}"
+    group = wait_for_group(
+        kernel, lambda g: g["id"] == busy_group and g["state"] == "running" and g["jobs"]
+    )
+    if backend == "connect":
+        assert group["jobs"][0]["operation_id"]
+        assert group["tasks"]["total"] == 1
+    reply, seconds = request(kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]})
+    assert reply["status"] == "ok" and reply["cancelling"] == [group["id"]], reply
+    assert seconds < 1.0
     result = kernel.collect(busy, timeout=60)
     assert_cancelled_in_one_line(result, group["id"])
-    wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
-    kernel.ok("c2_thread.join(120)")
-    assert kernel.value("c2_result") == {"sum": 45}
+    ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] != "cancelling")
+    assert ended["state"] == "cancelled" and ended["jobs"][0]["status"] == "FAILED"
+    kernel.ok("other_thread.join(120)")
+    assert kernel.value("other_result") == {"sum": 45}
 
 
 def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: Kernel) -> None:
@@ -268,6 +327,76 @@ def test_bad_remotes_are_one_line_errors_within_a_bound(kernel: Kernel) -> None:
         assert message in result.usage_error, (command, result.stderr)
     assert time.monotonic() - started < 15
     assert "x" not in [s["name"] for s in board(kernel)["sessions"]]
+
+
+# -- classic and Connect sessions side by side in cells -------------------------------
+
+
+@pytest.fixture
+def mixed(kernel: Kernel) -> Kernel:
+    """The kernel with a classic session k and a Connect session c (made by the first
+    test that needs them)."""
+    names = kernel.value("_reg.names()")
+    if "k" not in names:
+        kernel.ok("%spark_session create k")
+    if "c" not in names:
+        kernel.ok("%spark_session create c --remote local")
+    return kernel
+
+
+def test_standard_imports_follow_the_bound_session_in_a_mixed_kernel(
+    mixed: Kernel, tmp_path: Path
+) -> None:
+    kernel = mixed
+    for name in ("c", "k"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "lookup.csv").write_text(f"lookup of {name}\n")
+        kernel.ok(f"%spark_session add_file {name} {tmp_path / name / 'lookup.csv'}")
+    # c, then k, then c again: the flavour follows each cell's session.
+    for name in ("c", "k", "c"):
+        ran = kernel.execute(f"%%spark_session {name}\n{STANDARD_CELL}")
+        assert ran.status == "ok", f"in {name}: {ran.error_name}: {ran.error_value[:300]}"
+        assert kernel.value("_got") == expected(f"lookup of {name}"), f"in {name}"
+    kernel.ok("%spark_session use k")
+    ran = kernel.execute(STANDARD_CELL)
+    assert ran.status == "ok", f"use k: {ran.error_name}: {ran.error_value[:300]}"
+    kernel.ok("%spark_session use c")
+    ran = kernel.execute(STANDARD_CELL)
+    assert ran.status == "ok", f"use c: {ran.error_name}: {ran.error_value[:300]}"
+    assert kernel.value("_got") == expected("lookup of c")
+
+
+def test_active_session_follows_the_binding_in_a_mixed_kernel(mixed: Kernel) -> None:
+    kernel = mixed
+    c, k = kernel.value("_ident('c')"), kernel.value("_ident('k')")
+    kernel.ok("%%spark_session c\n_in_c = _active()")
+    kernel.ok("%%spark_session k\n_in_k = _active()")
+    assert kernel.value("_in_c") == [c, c], "inside %%spark_session c"
+    assert kernel.value("_in_k") == [k, k], "inside %%spark_session k"
+    kernel.ok("%spark_session use k")
+    assert kernel.value("_active()") == [k, k], "after use k"
+    kernel.ok("with _reg.running_in('c', execution_count=9501):\n    _in_block = _active()")
+    assert kernel.value("_in_block") == [c, c], "inside running_in('c')"
+    assert kernel.value("_active()") == [k, k], "after running_in('c')"
+
+
+def test_a_column_or_udf_of_the_other_flavour_is_one_line_saying_so(mixed: Kernel) -> None:
+    kernel = mixed
+    kernel.ok(
+        "%%spark_session k\nfrom pyspark.sql.functions import lit, udf\n"
+        "_classic_col = lit(1)\n_classic_udf = udf(lambda x: x, 'long')"
+    )
+    kernel.ok("%%spark_session c\n_connect_col = lit(2)")
+    for cell in (
+        "%%spark_session c\nspark.range(2).select(_classic_col).collect()",
+        "%%spark_session c\nspark.range(2).select(_classic_udf('id')).collect()",
+        "%%spark_session k\nspark.range(2).select(_connect_col).collect()",
+    ):
+        result = kernel.execute(cell)
+        assert result.status == "error"
+        assert len(result.traceback) == 1, result.traceback
+        assert "mixes PySpark's classic and Spark Connect APIs" in result.traceback[0]
+    assert kernel.ok("%%spark_session c\nspark.range(2).select(lit(3)).collect()[0][0]")
 
 
 def test_local_server_killed_mid_query_then_reconnect_brings_the_session_back(

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 from conftest import StandaloneCluster, start_extension_kernel
-from test_connect_identity_kernel import STANDARD_CELL, expected
+from test_connect_kernel import STANDARD_CELL, expected
 from test_job_board_kernel import board
 from test_job_board_kernel import request as protocol_request
 
