@@ -1,25 +1,35 @@
-"""Spark's own failures, through real kernels on real JVMs: a cancelled cell ends in one
-line and leaves no Spark WARN lines for the next cell; after the driver JVM is killed
-(``kill -9``) every magic answers in one line and ``%spark_session restart`` brings the
-sessions back with their settings and files (local and local-cluster); after
-``sparkContext.stop()`` a new context keeps the master the user chose."""
+"""Spark's own failures, through real kernels on real JVMs and a real Spark Connect
+server: a cancelled cell ends in one line and leaves no Spark WARN lines for the next
+cell (classic and Connect); after the driver JVM is killed (``kill -9``) every magic
+answers in one line and ``%spark_session restart`` brings the sessions back with their
+settings and files (local and local-cluster); after ``sparkContext.stop()`` a new context
+keeps the master the user chose; a Connect server that is not the kernel's own (started
+here, on a fixed port with a token, as a remote one would be) dies: its session's
+queries fail in one line naming it and the way out, and when it is back ``reconnect``
+makes the session again with its settings and files."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import start_extension_kernel
+from conftest import free_port, start_extension_kernel
+from test_connect_kernel import CONNECT_LONG_CELL, UDFS
 from test_job_board_kernel import LONG_CELL, board, request, wait_for_group
 
+from jupyter_spark_sessions.backends.connect import LocalConnectServer
 from kernel_driver import Kernel, assert_cancelled_in_one_line
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
 
 QUIET_CONF = (
     "c.SparkSessionsConfig.default_master = 'local[2]'\n"
@@ -65,40 +75,99 @@ def driver_pid(kernel: Kernel) -> int:
     return pid
 
 
+class Server:
+    """A Connect server that can be killed and started again on the same address."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.port = free_port()
+        self.token = secrets.token_hex(8)
+        self.log_dir = log_dir
+        self.process: LocalConnectServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://localhost:{self.port}/;token={self.token}"
+
+    def start(self) -> None:
+        conf = {"spark.ui.enabled": "false"}
+        self.process = LocalConnectServer(
+            "local[2]", conf, self.log_dir, 120.0, port=self.port, token=self.token
+        )
+        self.process.start()
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.stop(timeout=0)  # SIGTERM, then SIGKILL at once
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    s = Server(tmp_path_factory.mktemp("connect-server"))
+    s.start()
+    yield s
+    if s.process is not None:
+        s.process.stop()
+
+
 @pytest.fixture(scope="module")
 def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = start_extension_kernel(tmp_path_factory, QUIET_CONF)
+    """A kernel with classic sessions and sessions of the module's Connect server."""
+    k = start_extension_kernel(
+        tmp_path_factory, QUIET_CONF + "c.SparkSessionsConfig.connect_retry_seconds = 3.0\n"
+    )
+    k.ok(UDFS)
     yield k
     k.shutdown()
 
 
-def test_a_cancelled_cell_is_one_line_and_leaves_no_spark_log_lines(quiet: Kernel) -> None:
+def have_session(kernel: Kernel, name: str, create: str) -> str:
+    """Make session ``name`` with ``%spark_session create NAME CREATE`` unless an earlier
+    test did; the create's stderr, or "" when it already was there."""
+    if name in kernel.value(f"{REGISTRY}.names()"):
+        return ""
+    return kernel.ok(f"%spark_session create {name} {create}".rstrip()).stderr
+
+
+#: Per backend: the session the cancelled cell is bound to and its busy cell.
+BUSY = {"classic": ("a", LONG_CELL), "connect": ("r", CONNECT_LONG_CELL)}
+#: What Spark's own error of the cancel says, per backend (kept for %tb).
+SPARKS_CANCEL = {"classic": "SPARK_JOB_CANCELLED", "connect": "OPERATION_CANCELED"}
+
+
+@pytest.mark.parametrize("backend", ["classic", "connect"])
+def test_a_cancelled_cell_is_one_line_and_leaves_no_spark_log_lines(
+    quiet: Kernel, server: Server, backend: str
+) -> None:
     kernel = quiet
-    created = kernel.ok("%spark_session create a")
-    # Startup noise is the JVM's one line at most: no log4j profile, no native-Hadoop
-    # or spark.local.dir warnings.
-    assert set(created.stderr.splitlines()) <= {JVM_START_LINE}, created.stderr
-    kernel.ok("%spark_session use a")
-    busy = kernel.client.execute(LONG_CELL)
+    session, busy_cell = BUSY[backend]
+    if backend == "classic":
+        created = have_session(kernel, "a", "")
+        # Startup noise is the JVM's one line at most: no log4j profile, no native-Hadoop
+        # or spark.local.dir warnings.
+        assert set(created.splitlines()) <= {JVM_START_LINE}, created
+    else:
+        have_session(kernel, "r", f"--remote {server.url} --conf spark.sql.shuffle.partitions=5")
+    kernel.ok(f"%spark_session use {session}")
+    busy = kernel.client.execute(busy_cell)
     group = wait_for_group(
         kernel,
-        lambda g: g["session"] == "a" and g["state"] == "running" and g["tasks"]["active"] > 0,
+        lambda g: g["session"] == session and g["state"] == "running" and bool(g["jobs"]),
     )
     reply, _ = request(
         kernel, {"version": 1, "action": "cancel", "groups": [group["id"]], "source": "sidebar"}
     )
     assert reply["cancelling"] == [group["id"]], reply
     result = kernel.collect(busy, timeout=60)
-    job = group["jobs"][0]["id"]
     assert_cancelled_in_one_line(result, group["id"], "from the sidebar")
-    assert (
-        result.error_value
-        == f"The Spark jobs of {group['id']} (job {job}) were cancelled from the sidebar."
-    )
-    assert spark_log_lines(result.stderr) == []
+    assert f"(job {group['jobs'][0]['id']})" in result.error_value, result.error_value
+    assert spark_log_lines(result.stderr) == [] and result.stderr == "", result.stderr
     # The killed task's executor and scheduler lines would arrive now, in the next cell.
     wait_for_group(
-        kernel, lambda g: g["id"] == group["id"] and g["tasks_still_running"] == 0, timeout=30
+        kernel,
+        lambda g: (
+            g["id"] == group["id"] and g["state"] == "cancelled" and g["tasks_still_running"] == 0
+        ),
+        timeout=30,
     )
     time.sleep(1)
     after = kernel.ok("spark.range(3).count()")
@@ -106,8 +175,8 @@ def test_a_cancelled_cell_is_one_line_and_leaves_no_spark_log_lines(quiet: Kerne
     assert after.stderr == "", after.stderr
     # The full traceback stays reachable.
     full = kernel.ok("%tb")
-    assert "SPARK_JOB_CANCELLED" in full.error_value
-    assert len("".join(full.traceback).splitlines()) > 50  # the Java stack too
+    assert SPARKS_CANCEL[backend] in full.error_value + "".join(full.traceback)
+    assert len("".join(full.traceback).splitlines()) > 10
 
 
 def test_stop_of_a_session_that_ran_nothing_says_only_that(quiet: Kernel) -> None:
@@ -147,9 +216,6 @@ def test_after_context_stop_a_new_context_keeps_the_master_the_user_chose(
         assert "every session is usable: nothing to restart" in nothing.usage_error
     finally:
         kernel.shutdown()
-
-
-REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
 
 
 def make_files(folder: Path) -> None:
@@ -242,3 +308,72 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
         assert final[group["id"]]["state"] == "lost"
     finally:
         kernel.shutdown()
+
+
+def in_r(kernel: Kernel, expression: str) -> Any:
+    kernel.ok(f"%%spark_session r\n_jss_value = {expression}")
+    return kernel.value("_jss_value")
+
+
+def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
+    quiet: Kernel, server: Server, tmp_path: Path
+) -> None:
+    kernel = quiet
+    have_session(kernel, "r", f"--remote {server.url} --conf spark.sql.shuffle.partitions=5")
+    (tmp_path / "lookup.csv").write_text("lookup of r\n")
+    kernel.ok(f"%spark_session add_file r {tmp_path / 'lookup.csv'}")
+    assert in_r(kernel, "spark.range(1).select(read_lookup('id')).first()[0]") == "lookup of r"
+    where = f"sc://localhost:{server.port}"
+    server.kill()
+
+    kernel.ok("%spark_session use r")
+    started = time.monotonic()
+    down = kernel.execute("spark.range(3).count()")
+    assert time.monotonic() - started < 30
+    assert down.error_name == "SessionLostError" and len(down.traceback) == 1
+    assert down.error_value.startswith(
+        f"Session 'r' is unusable: its Spark Connect server {server.url.split('/;')[0]} cannot "
+        "be reached ("
+    ), down.error_value
+    assert down.error_value.endswith(
+        "): when it is back, run `%spark_session reconnect r` to make it again with its "
+        "settings and files."
+    )
+    assert server.token not in down.error_value + down.stderr
+    assert "RETRIES_EXCEEDED" not in down.stderr
+    listing = kernel.ok("%spark_session list").stdout
+    assert f"Session 'r' is unusable: its Spark Connect server {where} cannot be reached" in (
+        listing
+    )
+    # A second session on the dead server: one line, nothing registered.
+    refused = kernel.execute(f"%spark_session create r2 --remote {server.url}")
+    assert f"No Spark Connect server answers at {where}" in refused.usage_error
+    # Reconnect while the server is still down: one line, the session kept as it was.
+    early = kernel.execute("%spark_session reconnect r")
+    assert f"No Spark Connect server answers at {where}" in early.usage_error
+
+    server.start()  # the same address, a new server that does not know the session
+    forgotten = kernel.execute("spark.range(3).count()")
+    assert forgotten.error_name == "SessionLostError", forgotten.error_value
+    # The server knows no such session; or gRPC's channel, which backed off while the
+    # server was down, has not reconnected yet: either way the session must be made again.
+    assert forgotten.error_value in [
+        f"Session 'r' is unusable: its Spark Connect server {where} {reason}: run "
+        "`%spark_session reconnect r` to make it again with its settings and files."
+        for reason in (
+            "no longer knows this session (it restarted?)",
+            "answers again, but this session's connection to it broke",
+        )
+    ], forgotten.error_value
+    # The name is still r's: a new session takes another name.
+    kernel.ok(f"%spark_session create r2 --remote {server.url}")
+
+    reconnected = kernel.ok("%spark_session reconnect r").stdout
+    assert reconnected == (
+        f"Session 'r' made again on Spark Connect {where} with its settings and its 1 file(s) "
+        "added again.\n`spark` now refers to the new session.\n"
+    )
+    assert kernel.value("spark.conf.get('spark.sql.shuffle.partitions')") == "5"
+    assert in_r(kernel, "spark.range(1).select(read_lookup('id')).first()[0]") == "lookup of r"
+    sessions = {s["name"]: s for s in board(kernel)["sessions"]}
+    assert sessions["r"]["disconnected"] == "" and sessions["r2"]["disconnected"] == ""
