@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 from conftest import StandaloneCluster, start_extension_kernel
-from test_connect_kernel import STANDARD_CELL, expected
+from test_connect_kernel import ACTIVE, STANDARD_CELL, expected
 from test_job_board_kernel import board
 from test_job_board_kernel import request as protocol_request
 
@@ -51,14 +51,13 @@ connect_only = pytest.mark.parametrize("env", ["connect"], indirect=True)
 #: What the error of a cancelled job or operation says, per backend.
 CANCELLED = {"classic": "SPARK_JOB_CANCELLED", "connect": "OPERATION_CANCELED"}
 
-# Kernel-side helpers. Job ids are dense, so the jobs started since the last call are
-# those from the cursor on; Spark's session tag on each says which session ran it.
-SETUP = """
-import functools
+# Kernel-side helpers of classic sessions. Job ids are dense, so the jobs started since
+# the last call are those from the cursor on; Spark's session tag on each says which
+# session ran it.
+CLASSIC_SETUP = """
 import threading
 import time
 from pyspark import InheritableThread
-from pyspark.sql import SparkSession
 from pyspark.sql.functions import udf
 
 _reg = __import__('jupyter_spark_sessions').default_registry()
@@ -66,6 +65,8 @@ a_s, b_s = _reg.session('a'), _reg.session('b')
 _sc = a_s.sparkContext
 _jtracker = _sc._jsc.sc().statusTracker()
 _cursor = [0]
+_long_udf = udf('long')
+_INHERITABLE_THREAD = InheritableThread
 
 
 def _settle():
@@ -89,28 +90,60 @@ def _jss_new_jobs():
     return [[job, owner.get(job)] for job in new]
 
 
-def _ident(name):
-    return _reg.session(name)._jsparkSession.sessionUUID()
+def _cleanup():
+    '''Between tests: no job of a failed test may hold the slots of the next one.'''
+    if _sc.statusTracker().getActiveJobsIds():
+        _sc.cancelAllJobs()
+    deadline = time.monotonic() + 30
+    while _sc.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for thread in _threads.values():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    _threads.clear()
+    _jss_new_jobs()
+"""
+
+# The same for Spark Connect sessions: its own UDF flavour, sessions known by their
+# session id, cancel by interrupting every operation, plain threads.
+CONNECT_SETUP = """
+import threading
+from pyspark.sql.connect.functions import udf as _connect_udf
+from pyspark.sql.types import LongType
+
+_reg = __import__('jupyter_spark_sessions').default_registry()
+a_s, b_s = _reg.session('a'), _reg.session('b')
+_long_udf = _connect_udf(LongType())
+_INHERITABLE_THREAD = None
 
 
-def _active():
-    '''The sessions Spark calls active in this thread: [getActiveSession(), active()].'''
-    found = SparkSession.getActiveSession()
-    try:
-        active = SparkSession.active()._jsparkSession.sessionUUID()
-    except Exception as exc:
-        active = f'raised {type(exc).__name__}: {exc}'[:200]
-    return [found._jsparkSession.sessionUUID() if found is not None else None, active]
+def _jss_new_jobs():
+    return []
 
 
-@udf('long')
+def _cleanup():
+    for name in _reg.names():
+        _reg.session(name).interruptAll()
+    for thread in _threads.values():
+        thread.join(30)
+    _threads.clear()
+"""
+
+# Jobs of every backend, and the threads that run them (after the backend's setup);
+# ACTIVE's _active() and _ident(name) name sessions of either flavour.
+JOBS_SETUP = (
+    ACTIVE
+    + """
+import functools
+
+
+@_long_udf
 def _slow1(x):
     import time
     time.sleep(1)
     return x
 
 
-@udf('long')
+@_long_udf
 def _slow60(x):
     import time
     time.sleep(60)
@@ -139,8 +172,9 @@ def _record(key, job):
 
 
 def _start(key, job, inheritable=True):
-    '''Run job() in a thread; an InheritableThread keeps the starting cell's job tags.'''
-    kind = InheritableThread if inheritable else threading.Thread
+    '''Run job() in a thread; an InheritableThread (classic) keeps the starting cell's
+    job tags.'''
+    kind = _INHERITABLE_THREAD if inheritable and _INHERITABLE_THREAD else threading.Thread
     thread = kind(target=functools.partial(_record, key, job))
     thread.daemon = True
     _threads[key] = thread
@@ -150,104 +184,8 @@ def _start(key, job, inheritable=True):
 def _join(key, timeout=120):
     _threads[key].join(timeout)
     return _results.get(key, 'still running' if _threads[key].is_alive() else 'no result')
-
-
-def _cleanup():
-    '''Between tests: no job of a failed test may hold the slots of the next one.'''
-    if _sc.statusTracker().getActiveJobsIds():
-        _sc.cancelAllJobs()
-    deadline = time.monotonic() + 30
-    while _sc.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    for thread in _threads.values():
-        thread.join(max(0.0, deadline - time.monotonic()))
-    _threads.clear()
-    _jss_new_jobs()
 """
-
-# The same helpers for Spark Connect sessions (its own UDF flavour, sessions known by
-# their session id, cancel by interrupting every operation).
-CONNECT_SETUP = """
-import functools
-import threading
-import time
-from pyspark.sql import SparkSession
-from pyspark.sql.connect.functions import udf as _connect_udf
-from pyspark.sql.types import LongType
-
-_reg = __import__('jupyter_spark_sessions').default_registry()
-a_s, b_s = _reg.session('a'), _reg.session('b')
-
-
-def _ident(name):
-    return _reg.session(name).session_id
-
-
-def _active():
-    '''[getActiveSession(), active()] in this thread, by Connect session id.'''
-    found = SparkSession.getActiveSession()
-    try:
-        active = SparkSession.active().session_id
-    except Exception as exc:
-        active = f'raised {type(exc).__name__}: {exc}'[:200]
-    return [found.session_id if found is not None else None, active]
-
-
-@_connect_udf(LongType())
-def _slow1(x):
-    import time
-    time.sleep(1)
-    return x
-
-
-@_connect_udf(LongType())
-def _slow60(x):
-    import time
-    time.sleep(60)
-    return x
-
-
-def _slow_sum(session, rows, partitions=2):
-    df = session.range(0, rows, 1, partitions).select(_slow1('id').alias('v'))
-    return sum(r.v for r in df.collect())
-
-
-def _endless(session, partitions=2):
-    return session.range(0, partitions, 1, partitions).select(_slow60('id')).collect()
-
-
-_results, _threads = {}, {}
-
-
-def _record(key, job):
-    try:
-        _results[key] = job()
-    except BaseException as exc:
-        _results[key] = 'error: ' + str(exc)[:500]
-
-
-def _start(key, job, inheritable=False):
-    thread = threading.Thread(target=functools.partial(_record, key, job), daemon=True)
-    _threads[key] = thread
-    thread.start()
-
-
-def _join(key, timeout=120):
-    _threads[key].join(timeout)
-    return _results.get(key, 'still running' if _threads[key].is_alive() else 'no result')
-
-
-def _jss_new_jobs():
-    return []
-
-
-def _cleanup():
-    for name in _reg.names():
-        _reg.session(name).interruptAll()
-    for thread in _threads.values():
-        thread.join(30)
-    _threads.clear()
-"""
+)
 
 CONNECT_CONF = (
     "c.SparkSessionsConfig.default_master = 'local[2]'\n"
@@ -291,7 +229,7 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         started = time.monotonic()
         kernel.ok("%spark_session create a --remote local\n%spark_session create b --remote local")
         create_seconds = time.monotonic() - started
-        kernel.ok(CONNECT_SETUP)
+        kernel.ok(CONNECT_SETUP + JOBS_SETUP)
         yield Env(kernel, master, None, create_seconds)
         kernel.shutdown()
         return
@@ -304,7 +242,7 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     started = time.monotonic()
     kernel.ok("%spark_session create a\n%spark_session create b")
     create_seconds = time.monotonic() - started
-    kernel.ok(SETUP)
+    kernel.ok(CLASSIC_SETUP + JOBS_SETUP)
     yield Env(kernel, master, cluster, create_seconds)
     kernel.shutdown()
 
