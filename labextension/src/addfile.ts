@@ -14,9 +14,11 @@ import {
 import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
 import { Contents } from '@jupyterlab/services';
 
-import { AddFileForm } from './addform';
+import { AddChoice, AddFileForm } from './addform';
 import { addOutcome, inferAddKind } from './addNaming';
-import { oneLine } from './format';
+import { KernelBoardConnection } from './connection';
+import { errorMessage } from './format';
+import { ISidebarTarget } from './kernelFollower';
 import { kernelRelativePath } from './paths';
 import { SparkSessionsSidebar } from './sidebar';
 
@@ -52,86 +54,7 @@ export function addFileCommand(
     label: ADD_FILE_LABEL,
     caption:
       'Add the selected file(s) to a Spark session of the current notebook\u2019s kernel',
-    execute: async () => {
-      const browser = factory.tracker.currentWidget;
-      const items: Contents.IModel[] = browser
-        ? Array.from(browser.selectedItems()).filter(
-            item => item.type !== 'directory'
-          )
-        : [];
-      if (items.length === 0) {
-        await showErrorMessage(TITLE, ADD_MESSAGES.noFile);
-        return;
-      }
-
-      const target = sidebar.currentTarget();
-      if (target === null || target.model.status !== 'ready') {
-        await showErrorMessage(
-          TITLE,
-          target?.model.status === 'not-loaded'
-            ? ADD_MESSAGES.notLoaded
-            : ADD_MESSAGES.noSessions
-        );
-        return;
-      }
-      const sessions = target.model.sessions().map(s => s.name);
-      if (sessions.length === 0) {
-        await showErrorMessage(TITLE, ADD_MESSAGES.noSessions);
-        return;
-      }
-
-      const form = new AddFileForm(
-        sessions,
-        items.map(item => item.name)
-      );
-      const result = await showDialog({
-        title: 'Add to Spark Session',
-        body: form,
-        buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Add' })],
-        focusNodeSelector: 'select'
-      });
-      if (!result.button.accept || result.value === null) {
-        return;
-      }
-      const { session, kind: chosenKind, alias } = result.value;
-      const { connection, notebookPath } = target;
-      const notebookLocalPath = localPath(notebookPath);
-
-      for (const item of items) {
-        const path = kernelRelativePath(
-          notebookLocalPath,
-          localPath(item.path)
-        );
-        const kind = chosenKind ?? inferAddKind(item.name);
-        let message: string;
-        try {
-          const reply = await connection.addToSession(
-            session,
-            kind,
-            path,
-            alias
-          );
-          const outcome = addOutcome(reply, item.name, session);
-          if (outcome.level === 'success') {
-            Notification.success(outcome.message, { autoClose: 5000 });
-            continue;
-          }
-          if (outcome.level === 'info') {
-            Notification.info(outcome.message, { autoClose: 5000 });
-            continue;
-          }
-          message = outcome.message;
-        } catch (error) {
-          message = oneLine(
-            error instanceof Error ? error.message : String(error)
-          );
-        }
-        await showErrorMessage(
-          TITLE,
-          `Could not add '${item.name}' to session '${session}': ${message}`
-        );
-      }
-    }
+    execute: () => addSelectedFiles(factory, sidebar, localPath)
   });
 
   app.contextMenu.addItem({
@@ -139,4 +62,119 @@ export function addFileCommand(
     selector: ADD_FILE_SELECTOR,
     rank: ADD_FILE_RANK
   });
+}
+
+/** A server path without its drive prefix (the contents manager's localPath). */
+type LocalPath = (path: string) => string;
+
+/**
+ * The command: checks there are files and sessions, asks where and how to
+ * add them, then adds them one by one.
+ */
+async function addSelectedFiles(
+  factory: IFileBrowserFactory,
+  sidebar: SparkSessionsSidebar,
+  localPath: LocalPath
+): Promise<void> {
+  const items = selectedFiles(factory);
+  if (items.length === 0) {
+    await showErrorMessage(TITLE, ADD_MESSAGES.noFile);
+    return;
+  }
+  const target = withSessions(sidebar.currentTarget());
+  if (typeof target === 'string') {
+    await showErrorMessage(TITLE, target);
+    return;
+  }
+  const sessions = target.model.sessions().map(s => s.name);
+  const choice = await chooseHowToAdd(
+    sessions,
+    items.map(item => item.name)
+  );
+  if (choice === null) {
+    return;
+  }
+  const notebookLocalPath = localPath(target.notebookPath);
+  for (const item of items) {
+    const path = kernelRelativePath(notebookLocalPath, localPath(item.path));
+    await addFile(target.connection, choice, item.name, path);
+  }
+}
+
+/** The file browser's selected files (directories cannot be added). */
+function selectedFiles(factory: IFileBrowserFactory): Contents.IModel[] {
+  const browser = factory.tracker.currentWidget;
+  return browser
+    ? Array.from(browser.selectedItems()).filter(
+        item => item.type !== 'directory'
+      )
+    : [];
+}
+
+/**
+ * The followed kernel if files can be added to its sessions, else why not
+ * (no kernel, its extension not loaded, no sessions).
+ */
+function withSessions(target: ISidebarTarget | null): ISidebarTarget | string {
+  if (target === null || target.model.status !== 'ready') {
+    return target?.model.status === 'not-loaded'
+      ? ADD_MESSAGES.notLoaded
+      : ADD_MESSAGES.noSessions;
+  }
+  if (target.model.sessions().length === 0) {
+    return ADD_MESSAGES.noSessions;
+  }
+  return target;
+}
+
+/** The dialog: the session, and for one file its kind and alias; null if cancelled. */
+async function chooseHowToAdd(
+  sessions: string[],
+  fileNames: string[]
+): Promise<AddChoice | null> {
+  const result = await showDialog({
+    title: 'Add to Spark Session',
+    body: new AddFileForm(sessions, fileNames),
+    buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Add' })],
+    focusNodeSelector: 'select'
+  });
+  if (!result.button.accept || result.value === null) {
+    return null;
+  }
+  return result.value;
+}
+
+/**
+ * Adds one file (`path`, relative to the kernel's working directory) and
+ * says how it went: a notification, or an error dialog to dismiss before the
+ * next file.
+ */
+async function addFile(
+  connection: KernelBoardConnection,
+  choice: AddChoice,
+  name: string,
+  path: string
+): Promise<void> {
+  const { session, alias } = choice;
+  const kind = choice.kind ?? inferAddKind(name);
+  let message: string;
+  try {
+    const reply = await connection.addToSession(session, kind, path, alias);
+    const outcome = addOutcome(reply, name, session);
+    if (outcome.level === 'success') {
+      Notification.success(outcome.message, { autoClose: 5000 });
+      return;
+    }
+    if (outcome.level === 'info') {
+      Notification.info(outcome.message, { autoClose: 5000 });
+      return;
+    }
+    message = outcome.message;
+  } catch (error) {
+    message = errorMessage(error);
+  }
+  await showErrorMessage(
+    TITLE,
+    `Could not add '${name}' to session '${session}': ${message}`
+  );
 }

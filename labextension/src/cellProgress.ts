@@ -15,7 +15,8 @@ import { PageConfig } from '@jupyterlab/coreutils';
 import { Kernel } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
-import { CANCEL_TIMEOUT_MS, sendControlRequest } from './connection';
+import { CANCEL_TIMEOUT_MS } from './connection';
+import { sendControlRequest } from './controlChannel';
 import { el, externalLink } from './dom';
 import { oneLine } from './format';
 import { cancelRequest } from './messages';

@@ -12,6 +12,14 @@ export function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }
 
+/** The one-line message of a thrown error (or of whatever was thrown). */
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) {
+    return oneLine(error.message);
+  }
+  return oneLine(String(error));
+}
+
 /** The one-line message of an error reply. */
 export function replyErrorMessage(reply: ErrorReply): string {
   return oneLine(reply.error.message || reply.error.code || 'Request failed.');

@@ -78,6 +78,14 @@ export function makeRequest<A extends Request['action']>(
   } as unknown as RequestOf<A>;
 }
 
+let requestCounter = 0;
+
+/** A request id unique in this page: the reply that names it is its answer. */
+export function nextRequestId(): string {
+  requestCounter += 1;
+  return `jss-${Date.now().toString(36)}-${requestCounter}`;
+}
+
 /** A cancel request for `target`, sent from `source` (named in the cell's error). */
 export function cancelRequest(
   target: CancelTarget,

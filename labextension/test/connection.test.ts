@@ -2,9 +2,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import {
   KERNEL_INFO_TIMEOUT_MS,
-  KernelBoardConnection,
-  RequestTimeout
+  KernelBoardConnection
 } from '../src/connection';
+import { RequestTimeout } from '../src/controlChannel';
 import { COMM_TARGET, CONTROL_REQUEST } from '../src/messages';
 import { SidebarModel } from '../src/model';
 import {

@@ -1,0 +1,164 @@
+/**
+ * A job group in the sidebar: its state, elapsed time and Cancel button, then
+ * each of its jobs with a progress bar (linked to Spark's UI when the session
+ * has one) and, under a job, its running stages.
+ */
+import { el } from './dom';
+import { elapsedSeconds, formatDuration, progress, tasksDone } from './format';
+import type { Group, Job, Session, Stage } from './protocol';
+import { sparkJobUrl } from './sparkUi';
+import { IViewContext, sessionsLink } from './viewContext';
+
+/**
+ * The list of `groups`; `session` is null for the groups of removed sessions
+ * (their jobs get no Spark UI link).
+ */
+export function renderGroups(
+  groups: Group[],
+  session: Session | null,
+  context: IViewContext
+): HTMLElement {
+  const list = el('div', 'jp-SparkSessions-groups');
+  for (const group of groups) {
+    list.appendChild(renderGroup(group, session, context));
+  }
+  return list;
+}
+
+function renderGroup(
+  group: Group,
+  session: Session | null,
+  context: IViewContext
+): HTMLElement {
+  const state = context.model.displayState(group);
+  const row = el('div', 'jp-SparkSessions-group');
+  row.dataset.testid = 'jss-group';
+  row.dataset.group = group.id;
+  row.dataset.state = state;
+
+  const top = el('div', 'jp-SparkSessions-groupTop');
+  const groupId = el('span', 'jp-SparkSessions-groupId', group.id);
+  groupId.title = group.id;
+  top.appendChild(groupId);
+  const badge = el('span', `jp-SparkSessions-badge jp-mod-${state}`, state);
+  top.appendChild(badge);
+  const elapsed = el(
+    'span',
+    'jp-SparkSessions-elapsed',
+    formatDuration(elapsedSeconds(group, context.now))
+  );
+  elapsed.title = 'Elapsed time';
+  context.everySecond(now => {
+    elapsed.textContent = formatDuration(elapsedSeconds(group, now));
+  });
+  top.appendChild(elapsed);
+  const cancel = el('button', 'jp-SparkSessions-button', 'Cancel');
+  cancel.dataset.testid = 'jss-cancel-group';
+  cancel.title = `Cancel the jobs of ${group.id}`;
+  cancel.disabled = state !== 'running' || !context.connected;
+  cancel.addEventListener('click', () =>
+    context.cancel({ groups: [group.id] })
+  );
+  top.appendChild(cancel);
+  row.appendChild(top);
+
+  if (group.description) {
+    const description = el(
+      'div',
+      'jp-SparkSessions-description',
+      group.description
+    );
+    description.title = group.description;
+    row.appendChild(description);
+  }
+
+  for (const job of group.jobs) {
+    row.appendChild(renderJob(job, session, context.baseUrl));
+  }
+  if (group.tasks_still_running > 0) {
+    row.appendChild(
+      el(
+        'div',
+        'jp-SparkSessions-note',
+        `${group.tasks_still_running} task(s) still stopping on executors.`
+      )
+    );
+  }
+  return row;
+}
+
+/** A job's line (label, bar, task counts), then its running stages. */
+function renderJob(
+  job: Job,
+  session: Session | null,
+  baseUrl: string
+): HTMLElement {
+  const block = el('div', 'jp-SparkSessions-jobBlock');
+  const line = el('div', 'jp-SparkSessions-job');
+  line.title = job.name;
+  // A Connect operation's number is the board's, not a Spark job id.
+  const jobUrl =
+    session && !job.operation_id
+      ? sparkJobUrl(baseUrl, session.ui_url ?? '', job.id)
+      : null;
+  const label =
+    jobUrl !== null
+      ? sessionsLink(
+          jobUrl,
+          `Job ${job.id}`,
+          `${job.name}\nOpen job ${job.id} in the Spark UI`
+        )
+      : el('span', undefined, `Job ${job.id}`);
+  label.classList.add('jp-SparkSessions-jobLabel');
+  if (jobUrl !== null) {
+    label.dataset.testid = 'jss-job-ui-link';
+  }
+  line.appendChild(label);
+  const bar = el('progress', 'jp-SparkSessions-progress');
+  const done = tasksDone(job.tasks);
+  bar.dataset.testid = 'jss-job-progress';
+  bar.dataset.completed = String(done);
+  bar.dataset.total = String(job.tasks.total);
+  bar.dataset.status = job.status;
+  bar.max = 1;
+  bar.value = progress(job);
+  line.appendChild(bar);
+  let text = `${done}/${job.tasks.total} tasks`;
+  if (job.tasks.failed > 0) {
+    text += `, ${job.tasks.failed} failed`;
+  }
+  line.appendChild(el('span', 'jp-SparkSessions-jobTasks', text));
+  block.appendChild(line);
+  for (const stage of job.stages ?? []) {
+    block.appendChild(renderStage(stage));
+  }
+  return block;
+}
+
+/** A running stage: its own bar, and how many of its tasks run now. */
+function renderStage(stage: Stage): HTMLElement {
+  const line = el('div', 'jp-SparkSessions-stage');
+  line.title = stage.name;
+  const attempt = stage.attempt > 0 ? ` (attempt ${stage.attempt + 1})` : '';
+  line.appendChild(
+    el('span', 'jp-SparkSessions-stageLabel', `Stage ${stage.id}${attempt}`)
+  );
+  const bar = el('progress', 'jp-SparkSessions-progress jp-mod-stage');
+  const done = tasksDone(stage.tasks);
+  bar.dataset.testid = 'jss-stage-progress';
+  bar.dataset.stage = String(stage.id);
+  bar.dataset.completed = String(done);
+  bar.dataset.total = String(stage.tasks.total);
+  bar.dataset.active = String(stage.tasks.active);
+  bar.max = 1;
+  bar.value = progress(stage);
+  line.appendChild(bar);
+  line.appendChild(
+    el(
+      'span',
+      'jp-SparkSessions-jobTasks',
+      `${done}/${stage.tasks.total}, ${stage.tasks.active} running`
+    )
+  );
+  return line;
+}

@@ -1,0 +1,120 @@
+/**
+ * A session in the sidebar: its name, origin, backend and master, a link to
+ * its Spark UI, its files, its Cancel all button, then its timeline
+ * (timelineView.ts) and its job groups (groupView.ts).
+ */
+import { el } from './dom';
+import { formatBytes } from './format';
+import { renderGroups } from './groupView';
+import type { Group, Session, SessionFile } from './protocol';
+import { sparkJobsUrl } from './sparkUi';
+import { renderTimeline } from './timelineView';
+import { IViewContext, sessionsLink } from './viewContext';
+
+export function renderSession(
+  session: Session,
+  context: IViewContext
+): HTMLElement {
+  const block = el('div', 'jp-SparkSessions-sessionBlock');
+  block.appendChild(renderSessionRow(session, context));
+  if (session.files?.length) {
+    block.appendChild(renderFiles(session.files));
+  }
+
+  const groups = context.model.groupsOf(session.name);
+  if (groups.length) {
+    block.appendChild(renderSessionTimeline(session, groups, context));
+    block.appendChild(renderGroups(groups, session, context));
+  } else {
+    block.appendChild(el('div', 'jp-SparkSessions-note', 'No jobs yet.'));
+  }
+  return block;
+}
+
+/** The session's line: what it is, where it runs, and Cancel all. */
+function renderSessionRow(
+  session: Session,
+  context: IViewContext
+): HTMLElement {
+  const row = el('div', 'jp-SparkSessions-session');
+  row.dataset.testid = 'jss-session';
+  row.dataset.session = session.name;
+
+  const info = el('div', 'jp-SparkSessions-sessionInfo');
+  info.appendChild(el('span', 'jp-SparkSessions-sessionName', session.name));
+  const origin = el('span', 'jp-SparkSessions-tag', session.origin);
+  origin.dataset.origin = session.origin;
+  info.appendChild(origin);
+  info.appendChild(el('span', 'jp-SparkSessions-tag', session.backend));
+  const master = el('span', 'jp-SparkSessions-master', session.master);
+  master.title = session.directory
+    ? `${session.master}\n${session.directory}`
+    : session.master;
+  info.appendChild(master);
+  const jobsUrl = sparkJobsUrl(context.baseUrl, session.ui_url ?? '');
+  if (jobsUrl !== null) {
+    const link = sessionsLink(
+      jobsUrl,
+      'Spark UI \u2197',
+      `The Spark UI of ${session.name}'s driver (${session.ui_url}), through the Jupyter server`
+    );
+    link.dataset.testid = 'jss-session-ui-link';
+    info.appendChild(link);
+  }
+  row.appendChild(info);
+  if (session.disconnected) {
+    const warning = el(
+      'div',
+      'jp-SparkSessions-error',
+      `Disconnected: ${session.disconnected}`
+    );
+    warning.dataset.testid = 'jss-session-disconnected';
+    info.appendChild(warning);
+  }
+
+  const running = context.model.runningGroupIds(session.name);
+  const cancelAll = el('button', 'jp-SparkSessions-button', 'Cancel all');
+  cancelAll.dataset.testid = 'jss-cancel-session';
+  cancelAll.title = `Cancel every running job group of ${session.name}`;
+  cancelAll.disabled = running.length === 0 || !context.connected;
+  cancelAll.addEventListener('click', () =>
+    context.cancel({ session: session.name })
+  );
+  row.appendChild(cancelAll);
+  return row;
+}
+
+function renderFiles(files: SessionFile[]): HTMLElement {
+  const list = el('ul', 'jp-SparkSessions-files');
+  for (const file of files) {
+    const item = el(
+      'li',
+      'jp-SparkSessions-file',
+      `${file.name} (${file.kind}, ${formatBytes(file.size)})`
+    );
+    item.dataset.testid = 'jss-session-file';
+    item.dataset.file = file.name;
+    list.appendChild(item);
+  }
+  return list;
+}
+
+/** The session's timeline, redrawn each second while a group runs. */
+function renderSessionTimeline(
+  session: Session,
+  groups: Group[],
+  context: IViewContext
+): HTMLElement {
+  const timeline = el('div', 'jp-SparkSessions-timeline');
+  timeline.dataset.testid = 'jss-timeline';
+  timeline.dataset.session = session.name;
+  const draw = (now: number) => {
+    timeline.textContent = '';
+    renderTimeline(timeline, groups, now, group =>
+      context.model.displayState(group)
+    );
+  };
+  draw(context.now);
+  context.everySecond(draw);
+  return timeline;
+}

@@ -1,0 +1,31 @@
+/**
+ * What the sidebar's views (boardView, sessionView, groupView) get from the
+ * sidebar for one render, so that they hold no state of their own.
+ */
+import type { SidebarCancelTarget } from './connection';
+import { externalLink } from './dom';
+import type { Refresh } from './elapsedTicker';
+import type { SidebarModel } from './model';
+
+export interface IViewContext {
+  readonly model: SidebarModel;
+  /** The time of the render (epoch seconds). */
+  readonly now: number;
+  /** The Jupyter server's base URL, where jupyter-server-proxy serves Spark's UI. */
+  readonly baseUrl: string;
+  /** Whether a connection to the kernel is open: Cancel buttons need one. */
+  readonly connected: boolean;
+  /** Asks the kernel to cancel (a Cancel button's click). */
+  cancel(target: SidebarCancelTarget): void;
+  /** Registers a part to redraw each second while a group runs. */
+  everySecond(refresh: Refresh): void;
+}
+
+/** A link of the sidebar (to Spark's UI), opened in a new tab. */
+export function sessionsLink(
+  href: string,
+  text: string,
+  title: string
+): HTMLAnchorElement {
+  return externalLink(href, text, title, 'jp-SparkSessions-link');
+}

@@ -1,0 +1,82 @@
+// @vitest-environment happy-dom
+import { describe, expect, it, vi } from 'vitest';
+
+import { renderGroups } from '../src/groupView';
+import { SidebarModel } from '../src/model';
+import { renderSession } from '../src/sessionView';
+import { IViewContext } from '../src/viewContext';
+import { board, group, session } from './fixtures';
+
+/** A render context on a model showing `initial`, recording what views ask. */
+function context(connected: boolean, initial = board()) {
+  const model = new SidebarModel();
+  model.reset('Python 3');
+  model.applyBoard(initial);
+  const refreshes: Array<(now: number) => void> = [];
+  const ctx: IViewContext = {
+    model,
+    now: 1010,
+    baseUrl: '/base/',
+    connected,
+    cancel: vi.fn(),
+    everySecond: refresh => refreshes.push(refresh)
+  };
+  return { ctx, refreshes };
+}
+
+function q(root: HTMLElement, testid: string): HTMLElement[] {
+  return Array.from(root.querySelectorAll(`[data-testid="${testid}"]`));
+}
+
+describe('the group view', () => {
+  it('cancels a running group through the context, and ticks its elapsed time', () => {
+    const { ctx, refreshes } = context(true);
+    const list = renderGroups([group()], null, ctx);
+    const [cancel] = q(list, 'jss-cancel-group') as HTMLButtonElement[];
+    expect(cancel.disabled).toBe(false);
+    cancel.click();
+    expect(ctx.cancel).toHaveBeenCalledWith({ groups: ['etl:12'] });
+    const elapsed = list.querySelector('.jp-SparkSessions-elapsed')!;
+    const before = elapsed.textContent;
+    expect(refreshes).toHaveLength(1);
+    refreshes[0](1070);
+    expect(elapsed.textContent).not.toBe(before);
+  });
+
+  it('disables Cancel without a connection', () => {
+    const { ctx } = context(false);
+    const list = renderGroups([group()], null, ctx);
+    expect((q(list, 'jss-cancel-group')[0] as HTMLButtonElement).disabled).toBe(
+      true
+    );
+  });
+});
+
+describe('the session view', () => {
+  it("cancels the session's groups, and redraws its timeline each second", () => {
+    const { ctx, refreshes } = context(true);
+    const block = renderSession(session(), ctx);
+    (q(block, 'jss-cancel-session')[0] as HTMLButtonElement).click();
+    expect(ctx.cancel).toHaveBeenCalledWith({ session: 'etl' });
+    // the timeline and the one group's elapsed time
+    expect(refreshes).toHaveLength(2);
+    const [timeline] = q(block, 'jss-timeline');
+    const bar = timeline.querySelector('[data-testid="jss-timeline-bar"]')!;
+    for (const refresh of refreshes) {
+      refresh(1070);
+    }
+    expect(timeline.querySelectorAll('svg')).toHaveLength(1);
+    expect(timeline.contains(bar)).toBe(false); // drawn anew
+  });
+
+  it('says so when the session has no jobs', () => {
+    const { ctx, refreshes } = context(true, board({ groups: [] }));
+    const block = renderSession(session(), ctx);
+    expect(block.textContent).toContain('No jobs yet.');
+    expect(q(block, 'jss-timeline')).toHaveLength(0);
+    expect(refreshes).toHaveLength(0);
+    expect(
+      (q(block, 'jss-cancel-session')[0] as HTMLButtonElement).disabled
+    ).toBe(true);
+  });
+});
