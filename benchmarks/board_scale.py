@@ -373,9 +373,9 @@ class _Bench:
     def _cancel_rounds(self, rounds: int) -> dict[str, Any]:
         from pyspark.sql.functions import udf
 
-        from jupyter_spark_sessions.backends import classic
+        from jupyter_spark_sessions.backends import driver
 
-        jvm = classic.gateway_process()
+        jvm = driver.gateway_process()
         jvm_pid = jvm.pid if jvm is not None else None
         figures: dict[str, list[float]] = {
             "freed": [],

@@ -362,20 +362,18 @@ class JobBoard:
         self._cancel_if_requested(group, jobs)
 
     def _cancel_if_requested(self, group: _Group, jobs: Iterable[JobView]) -> None:
-        # Under _lock: send a cancel for each running job of a cancelled group, once.
+        # Under _lock: send a cancel for each running job of a cancelled group, once. A
+        # stopped session's later jobs too: a query's next job (adaptive execution submits
+        # one per stage) may start after the stop's cancel was sent.
         stopped = group.session in self._retiring
-        jobs = list(jobs)
-        if stopped and group.cancel_requested_at is None and any(j.running for j in jobs):
-            group.cancel_requested_at = time.time()
-            group.cancel_source = "stop"
+        running = [j for j in jobs if j.running]
+        if stopped and group.cancel_requested_at is None and running:
+            group.cancel_requested_at, group.cancel_source = time.time(), "stop"
         requested_at = group.cancel_requested_at
         if requested_at is None:
             return
-        if group.count is None and not stopped:
-            jobs = [j for j in jobs if (j.submitted_at or 0.0) <= requested_at]  # background
-        # A stopped session's later jobs are cancelled too: a query's next job (adaptive
-        # execution submits one per stage) may start after the stop's cancel was sent.
-        running = [j for j in jobs if j.running]
+        if group.count is None and not stopped:  # background: a thread's new work is spared
+            running = [j for j in running if (j.submitted_at or 0.0) <= requested_at]
         group.cancel_job_ids = group.cancel_job_ids | {j.id for j in running}  # aimed at
         refs = [j.operation_id or j.id for j in running]
         refs = [r for r in refs if r not in group.cancel_sent]

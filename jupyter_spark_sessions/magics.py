@@ -365,10 +365,8 @@ class SparkSessionMagics(Magics):
     def _cmd_create(self, args: argparse.Namespace) -> None:
         conf = parse_conf_pairs(args.conf)
         managed = self.registry.create(args.name, conf=conf, master=args.master, remote=args.remote)
-        backend = managed.backend
-        where = f"Spark Connect {backend.where()}" if backend.kind == "connect" else backend.where()
         print(
-            f"Created session '{managed.name}' on {where} "
+            f"Created session '{managed.name}' on {managed.backend.location()} "
             f"(bind it with `%spark_session use {managed.name}`)."
         )
 

@@ -3,7 +3,7 @@
 Each round it makes the cancels the board queued (``SessionBackend.cancel``), reads the
 jobs of every session's ``JobFeed`` (one per SparkContext, shared by its classic
 sessions) and publishes a snapshot. A classic context's read is one py4j round trip
-(``classic.JobStatusReader``), whatever the number of jobs, stages and tasks. Backends
+(``job_feed.JobStatusReader``), whatever the number of jobs, stages and tasks. Backends
 without a feed (Spark Connect) report their operations to the board themselves.
 """
 

@@ -23,26 +23,23 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import backends, job_tags
 from .archives import ArchiveLimits
 from .artifacts import AddResult, Artifact, SessionArtifacts
-from .backends import classic, connect
+from .backends import connect
 from .backends.base import SessionBackend
+from .backends.local_connect_server import ConnectEndpoints, LocalConnectServer
+from .backends.shared_context import SharedContext
 from .board import JobBoard
 from .config import SparkSessionsConfig
 from .errors import (
     ArtifactError,
     ConnectError,
-    ContextStoppedError,
-    MasterMismatchError,
     NotASparkSessionError,
     SessionNameError,
     UnknownSessionError,
 )
-from .java_runtime import require_java
-from .kernel_lifecycle import reap_when_it_exits
 from .poller import BoardPoller
 from .snapshot import FileView, SessionView
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
@@ -95,15 +92,6 @@ SessionInfo = SessionView
 
 
 @dataclass(frozen=True)
-class ContextRecipe:
-    """How the kernel's SparkContext was started (or found): a new one after a stop or
-    a lost driver repeats it unless the user names another master."""
-
-    master: str
-    conf: Mapping[str, str]
-
-
-@dataclass(frozen=True)
 class RestartReport:
     """What ``restart`` did."""
 
@@ -151,14 +139,14 @@ class SessionRegistry:
         self._reserved: set[str] = set()
         self._stopped: set[str] = set()
         self._releases: dict[str, Release] = {}
-        self._owned_context: SparkContext | None = None
-        self._recipe: ContextRecipe | None = None  # of the last context sessions used
-        self._connect_lock = threading.Lock()
-        self._connect_server: connect.LocalConnectServer | None = None
         #: Job groups of the registered sessions, kept current by ``board_poller``
         #: (started with the first session).
         self.board = JobBoard(self, self.config)
         self.board_poller = BoardPoller(self.board)
+        #: The kernel's SparkContext, which every classic session lives on.
+        self.context = SharedContext(self.config, on_replaced=self.board.context_replaced)
+        #: Where ``--remote`` sessions go, and the local Connect server if one was started.
+        self.connect_endpoints = ConnectEndpoints(self.config)
 
     # -- queries -------------------------------------------------------------------
 
@@ -241,8 +229,7 @@ class SessionRegistry:
     @property
     def owns_context(self) -> bool:
         """True when this project started the running SparkContext."""
-        sc = self._owned_context
-        return sc is not None and not classic.context_is_stopped(sc)
+        return self.context.owned
 
     # -- create / adopt --------------------------------------------------------------
 
@@ -267,14 +254,14 @@ class SessionRegistry:
             backend: SessionBackend
             if remote is not None:
                 backend = connect.create(
-                    self._connect_endpoint(remote),
+                    self.connect_endpoints.resolve(remote),
                     name,
                     settings,
                     self.config.connect_retry_seconds,
                     self.config.idle_poll_interval,
                 )
             else:
-                backend = classic.create(self._root_session(master), name, settings)
+                backend = self.context.create_session(name, settings, master)
             managed = self.register(name, backend, "created", isolated=True)
             managed.settings, managed.remote = settings, remote
             return managed
@@ -309,67 +296,10 @@ class SessionRegistry:
             with self._lock:
                 self._reserved.discard(name)
 
-    def _root_session(self, master: str | None) -> SparkSession:
-        with self._context_lock:
-            sc = classic.active_context()
-            state = classic.driver_state(sc) if sc is not None else None
-            if sc is not None and state == "running":
-                if master is not None and master != sc.master:
-                    raise MasterMismatchError(
-                        f"A SparkContext already runs on {sc.master}; --master {master} can "
-                        "only be used when none runs (or stop that context first)."
-                    )
-                if self._recipe is None or self._owned_context is not sc:
-                    self._recipe = ContextRecipe(str(sc.master), classic.context_settings(sc))
-                return classic.root_session(sc)
-            if sc is not None:  # stopped in the JVM, or its driver lost
-                classic.forget_lost_driver(sc)
-            return self._start_context(master)
-
-    def _start_context(self, master: str | None) -> SparkSession:
-        # Under _context_lock. After a stop or a lost driver, the previous master and
-        # settings, unless the user names a master.
-        recipe = self._recipe
-        if master is None and recipe is not None:
-            master, conf = recipe.master, {**recipe.conf}
-        else:
-            master, conf = master or self.config.default_master, dict(self.config.context_conf)
-        require_java()
-        root = classic.start_context(
-            master,
-            self.config.app_name,
-            conf,
-            scratch_dir=str(self.config.kernel_root().scratch_dir()),
-        )
-        if self._recipe is not None:  # the board's job ids are the old context's
-            self.board.context_replaced()
-        self._owned_context = root.sparkContext
-        self._recipe = ContextRecipe(master, conf)
-        return root
-
-    def _connect_endpoint(self, remote: str) -> connect.Endpoint:
-        if remote != connect.LOCAL:
-            return connect.parse_remote(remote)
-        with self._connect_lock:
-            server = self._connect_server
-            if server is not None and server.alive and server.endpoint is not None:
-                return server.endpoint
-            # None yet, or the one we started died: start a fresh one.
-            require_java()
-            server = connect.LocalConnectServer(
-                self.config.connect_master,
-                self.config.connect_conf,
-                Path(self.config.resolved_session_root()),
-                self.config.connect_start_timeout,
-            )
-            endpoint = server.start()
-            self._connect_server = server
-            return endpoint
-
     @property
-    def local_connect_server(self) -> connect.LocalConnectServer | None:
+    def local_connect_server(self) -> LocalConnectServer | None:
         """The Spark Connect server ``--remote local`` started, if any."""
-        return self._connect_server
+        return self.connect_endpoints.local_server
 
     def register(
         self, name: str, backend: SessionBackend, origin: Origin, isolated: bool
@@ -470,31 +400,16 @@ class SessionRegistry:
         name, with its settings and its files (from the session directory), and drop
         adopted classic sessions (their owner made them). Connect sessions are untouched."""
         with self._lock:
-            classic_sessions = [m for m in self._sessions.values() if m.backend.kind == "classic"]
-        with self._context_lock:
-            sc = classic.active_context()
-            running = sc if sc is not None and classic.driver_state(sc) == "running" else None
-            broken = [m for m in classic_sessions if m.backend.problem()]
-            if running is not None and not broken:
-                raise ContextStoppedError(
-                    f"The Spark driver runs on {running.master} and every session is "
-                    "usable: nothing to restart."
-                )
-            if self._recipe is None:
-                raise ContextStoppedError(
-                    "No Spark driver was started in this kernel yet: `%spark_session create "
-                    "NAME` starts one."
-                )
-            if sc is not None and running is None:
-                classic.forget_lost_driver(sc)
-            root = classic.root_session(running) if running else self._start_context(None)
+            on_context = [m for m in self._sessions.values() if m.backend.on_shared_context]
+        broken = [m for m in on_context if m.backend.problem()]
+        master, started = self.context.restart(sessions_broken=bool(broken))
         recreated, dropped, refused = [], [], []
         for managed in broken:
             if managed.origin == "adopted":
                 self._unregister(managed)
                 dropped.append(managed.name)
                 continue
-            backend = classic.create(root, managed.name, managed.settings)
+            backend = self.context.create_session(managed.name, managed.settings)
             backend.watch(self.board.operation_sink(managed.name))
             managed.backend = backend
             try:
@@ -503,17 +418,14 @@ class SessionRegistry:
                 refused.append(str(exc))
             recreated.append((managed.name, len(managed.artifacts.list())))
         self.board.wake_now()
-        master = str(root.sparkContext.master)
-        return RestartReport(
-            master, tuple(recreated), tuple(dropped), running is None, tuple(refused)
-        )
+        return RestartReport(master, tuple(recreated), tuple(dropped), started, tuple(refused))
 
     def reconnect(self, name: str) -> ManagedSession:
         """Make Connect session ``name`` again on its server (after the server was lost
         or restarted; ``--remote local``: on a new local server if ours died), with its
         settings and its files; its old server session is released if still there."""
         managed = self.get(name)
-        if managed.backend.kind != "connect":
+        if managed.backend.on_shared_context:
             raise ConnectError(
                 f"'{name}' is a classic session: `%spark_session restart` makes classic "
                 "sessions again after their driver was lost."
@@ -524,11 +436,9 @@ class SessionRegistry:
                 f"`%spark_session stop {name}` and `%spark_session adopt {name} VARIABLE`."
             )
         old = managed.backend
-        assert isinstance(old, connect.ConnectBackend)
         # --remote local: our server, or a new one if it died (on another port).
-        endpoint = old.endpoint
-        if managed.remote == connect.LOCAL:
-            endpoint = self._connect_endpoint(connect.LOCAL)
+        assert managed.remote is not None  # a created Connect session
+        endpoint = self.connect_endpoints.resolve(managed.remote)
         backend = connect.create(
             endpoint,
             name,
@@ -633,15 +543,9 @@ class SessionRegistry:
             thread.join(max(0.0, deadline - time.monotonic()))
         for directory in [m.directory for m in sessions] + unreleased:
             _remove_directory(directory)
-        owned, self._owned_context = self._owned_context, None
-        if owned is not None and not classic.context_is_stopped(owned):
-            owned.stop()
-        server, self._connect_server = self._connect_server, None
-        if server is not None:
-            server.stop(timeout=1.0)
+        self.context.stop_if_owned()
+        self.connect_endpoints.stop_local_server(timeout=1.0)
         self.config.remove_session_roots()
-        # The kernel now terminates its children: let the JVM be reaped when it dies.
-        reap_when_it_exits(classic.gateway_process())
 
 
 def _wait_for_jobs_to_end(managed: ManagedSession, timeout: float, quiet: float = 0.0) -> None:

@@ -30,6 +30,7 @@ class FakeJobFeed:
 
 class FakeBackend:
     kind: BackendKind = "classic"
+    on_shared_context = True
 
     def __init__(self, name: str, feed: FakeJobFeed | None = None) -> None:
         self.session = object()
@@ -42,6 +43,9 @@ class FakeBackend:
 
     def where(self) -> str:
         return "fake://master"
+
+    def location(self) -> str:
+        return self.where()
 
     def require_usable(self, name: str) -> None:
         self.calls.append(("require_usable", name))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_spark_sessions.backends import connect
+from jupyter_spark_sessions.backends import connect, connect_endpoint
 
 
 def test_operation_progress_ends_inside_the_with_block_that_sees_the_error() -> None:
@@ -63,14 +63,14 @@ def test_client_retry_policy_endpoint_and_release_without_a_server() -> None:
 
 
 def test_remote_urls_are_checked_and_redacted() -> None:
-    endpoint = connect.parse_remote("sc://spark.example:443/;token=abc;use_ssl=true")
+    endpoint = connect_endpoint.parse_remote("sc://spark.example:443/;token=abc;use_ssl=true")
     assert endpoint.display == "sc://spark.example:443"
-    assert connect.redact(endpoint.url) == "sc://spark.example:443"
-    assert connect.parse_remote("sc://h").port == 15002
+    assert connect_endpoint.redact(endpoint.url) == "sc://spark.example:443"
+    assert connect_endpoint.parse_remote("sc://h").port == 15002
     for bad in ("http://h:1", "sc://", "h:15002", "sc://h:notaport"):
         with pytest.raises(connect.ConnectError):
-            connect.parse_remote(bad)
-    assert connect.reachable(connect.parse_remote("sc://localhost:1"), 0.5)
+            connect_endpoint.parse_remote(bad)
+    assert connect_endpoint.reachable(connect_endpoint.parse_remote("sc://localhost:1"), 0.5)
 
 
 def test_active_connect_session_is_a_thread_local_the_client_reads() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_spark_sessions.backends import connect, connect_tls
+from jupyter_spark_sessions.backends import connect, connect_endpoint, connect_tls
 from jupyter_spark_sessions.errors import ConnectError
 
 # (URL, TLS?) with no token in the environment.
@@ -149,8 +149,8 @@ def tls_context(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
     return context
 
 
-def endpoint(url: str) -> connect.Endpoint:
-    return connect.parse_remote(url)
+def endpoint(url: str) -> connect_endpoint.Endpoint:
+    return connect_endpoint.parse_remote(url)
 
 
 def test_a_plaintext_server_is_one_line_without_the_token(
@@ -178,7 +178,7 @@ def test_create_stops_at_the_check_before_opening_a_session(
 ) -> None:
     monkeypatch.delenv(connect_tls.TOKEN_ENV, raising=False)
     port = serve(plaintext_http)
-    opened: list[connect.Endpoint] = []
+    opened: list[connect_endpoint.Endpoint] = []
     monkeypatch.setattr(connect, "open_session", lambda e, s: opened.append(e))
     with pytest.raises(ConnectError, match="does not speak TLS"):
         connect.create(endpoint(f"sc://127.0.0.1:{port}/;token=abc"), "t", {}, 3.0, 2.0)

@@ -49,7 +49,7 @@ def recorded_cell_scope(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     monkeypatch.setattr(classic.cell_scope, "exit", lambda sc: sc.exit())
     # The recording context has no py4j gateway: count it as reachable.
-    monkeypatch.setattr(classic, "_reachable", lambda sc: True)
+    monkeypatch.setattr(classic, "reachable", lambda sc: True)
 
 
 def on(sc: RecordingContext) -> ClassicBackend:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from jupyter_spark_sessions.backends import classic
+from jupyter_spark_sessions.backends import context_start, local_master
 
 
 class RecordingBuilder:
@@ -60,11 +60,11 @@ def builder(monkeypatch: pytest.MonkeyPatch) -> RecordingBuilder:
     ],
 )
 def test_which_masters_are_local(master: str, local: bool) -> None:
-    assert classic.is_local_master(master) is local
+    assert local_master.is_local_master(master) is local
 
 
 def test_local_master_binds_loopback_and_keeps_scratch_private(builder: RecordingBuilder) -> None:
-    classic.start_context("local[2]", "app", {}, scratch_dir="/private/.spark-scratch")
+    context_start.start_context("local[2]", "app", {}, scratch_dir="/private/.spark-scratch")
     assert builder.conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert builder.conf["spark.driver.host"] == "127.0.0.1"
     assert builder.conf["spark.ui.killEnabled"] == "false"
@@ -78,7 +78,7 @@ def test_local_master_binds_loopback_and_keeps_scratch_private(builder: Recordin
 
 
 def test_cluster_master_keeps_sparks_own_binding(builder: RecordingBuilder) -> None:
-    classic.start_context("spark://host:7077", "app", {}, scratch_dir="/private/x")
+    context_start.start_context("spark://host:7077", "app", {}, scratch_dir="/private/x")
     assert not {"spark.driver.bindAddress", "spark.driver.host", "spark.local.dir"} & set(
         builder.conf
     )
@@ -93,7 +93,7 @@ def test_context_conf_wins_over_every_default(builder: RecordingBuilder) -> None
         "spark.local.dir": "/scratch",
         "spark.ui.killEnabled": "true",
     }
-    classic.start_context("local[*]", "app", mine, scratch_dir="/private/x")
+    context_start.start_context("local[*]", "app", mine, scratch_dir="/private/x")
     assert {key: builder.conf[key] for key in mine} == mine
     assert "SPARK_LOCAL_DIRS" not in builder.environ_at_start
 
@@ -103,7 +103,7 @@ def test_the_users_spark_local_ip_and_local_dirs_win(
 ) -> None:
     monkeypatch.setenv("SPARK_LOCAL_IP", "10.1.2.3")
     monkeypatch.setenv("SPARK_LOCAL_DIRS", "/scratch")
-    classic.start_context("local[*]", "app", {}, scratch_dir="/private/x")
+    context_start.start_context("local[*]", "app", {}, scratch_dir="/private/x")
     assert not {"spark.driver.bindAddress", "spark.driver.host", "spark.local.dir"} & set(
         builder.conf
     )
@@ -115,15 +115,15 @@ def test_the_users_spark_local_ip_and_local_dirs_win(
 def test_local_connect_server_gets_the_same_defaults(
     builder: RecordingBuilder, tmp_path: Any
 ) -> None:
-    from jupyter_spark_sessions.backends.connect import LocalConnectServer
+    from jupyter_spark_sessions.backends.local_connect_server import LocalConnectServer
 
     server = LocalConnectServer("local[2]", {"spark.ui.killEnabled": "true"}, tmp_path, 1.0)
     conf = server._conf
     assert conf["spark.driver.bindAddress"] == conf["spark.driver.host"] == "127.0.0.1"
     assert conf["spark.local.dir"] == str(tmp_path / ".connect-scratch")
     assert conf["spark.ui.killEnabled"] == "true"  # connect_conf wins
-    assert classic.local_master_env("local[2]") == {"SPARK_LOCAL_IP": "127.0.0.1"}
-    assert classic.local_master_env("spark://host:7077") == {}
+    assert local_master.local_master_env("local[2]") == {"SPARK_LOCAL_IP": "127.0.0.1"}
+    assert local_master.local_master_env("spark://host:7077") == {}
 
 
 def test_the_driver_logs_through_the_quiet_config_unless_the_user_has_one(
@@ -131,16 +131,16 @@ def test_the_driver_logs_through_the_quiet_config_unless_the_user_has_one(
 ) -> None:
     monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1")
-    classic.start_context("local[2]", "app", {}, scratch_dir="/private/x")
+    context_start.start_context("local[2]", "app", {}, scratch_dir="/private/x")
     opts = builder.environ_at_start["SPARK_SUBMIT_OPTS"]
-    assert opts == f"-Dmine=1 -Dlog4j2.configurationFile={classic.LOG_CONFIG.as_uri()}"
-    assert classic.LOG_CONFIG.is_file()
-    assert "org.apache.spark.scheduler.TaskSetManager" in classic.LOG_CONFIG.read_text()
+    assert opts == f"-Dmine=1 -Dlog4j2.configurationFile={context_start.LOG_CONFIG.as_uri()}"
+    assert context_start.LOG_CONFIG.is_file()
+    assert "org.apache.spark.scheduler.TaskSetManager" in context_start.LOG_CONFIG.read_text()
     assert os.environ["SPARK_SUBMIT_OPTS"] == "-Dmine=1"  # restored after the launch
 
     (tmp_path / "log4j2.properties").write_text("rootLogger.level = info\n")
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
-    assert classic.quiet_logging_env({}) == {}
+    assert context_start.quiet_logging_env({}) == {}
     monkeypatch.delenv("SPARK_CONF_DIR")
     java_opts = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=file:/x"}
-    assert classic.quiet_logging_env(java_opts) == {}
+    assert context_start.quiet_logging_env(java_opts) == {}

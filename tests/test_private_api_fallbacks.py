@@ -193,13 +193,13 @@ def test_gateway_process_without_pysparks_private_handle_is_none(
 ) -> None:
     from pyspark import SparkContext
 
-    from jupyter_spark_sessions.backends import classic
+    from jupyter_spark_sessions.backends import driver
     from jupyter_spark_sessions.kernel_lifecycle import reap_when_it_exits
 
     monkeypatch.setattr(SparkContext, "_gateway", object())  # a gateway without .proc
-    assert classic.gateway_process() is None
+    assert driver.gateway_process() is None
     monkeypatch.setattr(SparkContext, "_gateway", None)  # no JVM started
-    assert classic.gateway_process() is None
+    assert driver.gateway_process() is None
     before = threading.active_count()
     reap_when_it_exits(None)  # shutdown then has nothing to reap: no thread, no error
     assert threading.active_count() == before

@@ -16,7 +16,14 @@ from typing import Any
 import psutil
 import pytest
 
-from jupyter_spark_sessions.backends import cell_scope, classic, driver_jar
+from jupyter_spark_sessions.backends import (
+    cell_scope,
+    classic,
+    context_start,
+    driver,
+    driver_jar,
+    job_feed,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,26 +32,28 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def root() -> Iterator[Any]:
-    session = classic.start_context("local[2]", "private-api-test", {"spark.ui.enabled": "false"})
+    session = context_start.start_context(
+        "local[2]", "private-api-test", {"spark.ui.enabled": "false"}
+    )
     yield session
     session.sparkContext.stop()
 
 
 def test_active_context_and_stopped_state(root: Any) -> None:
-    sc = classic.active_context()
+    sc = driver.active_context()
     assert sc is root.sparkContext
-    assert classic.context_is_stopped(sc) is False
+    assert driver.context_is_stopped(sc) is False
 
 
 def test_gateway_process_is_the_running_jvm_launched_by_pyspark(root: Any) -> None:
-    process = classic.gateway_process()
+    process = driver.gateway_process()
     assert process is not None, "PySpark no longer keeps the JVM's Popen on its gateway"
     assert process.poll() is None, "the JVM of the running context"
     assert psutil.Process(process.pid).name() == "java"
 
 
 def test_root_session_reuses_pysparks_instantiated_session(root: Any) -> None:
-    assert classic.root_session(root.sparkContext) is root
+    assert context_start.root_session(root.sparkContext) is root
 
 
 def test_new_session_is_isolated_with_its_own_uuid_and_job_tag(root: Any) -> None:
@@ -119,7 +128,7 @@ def test_a_conf_spark_refuses_is_a_conf_error(root: Any) -> None:
 
 def test_owned_context_defaults_are_applied(root: Any) -> None:
     conf = root.sparkContext.getConf()
-    for key, value in classic.OWNED_CONTEXT_DEFAULTS.items():
+    for key, value in context_start.OWNED_CONTEXT_DEFAULTS.items():
         assert conf.get(key) == value, key
 
 
@@ -129,7 +138,7 @@ def test_job_status_reader_reads_jobs_stages_and_counts_in_one_round_trip(root: 
     from pyspark import InheritableThread
 
     sc = root.sparkContext
-    reader = classic.JobStatusReader(sc)
+    reader = job_feed.JobStatusReader(sc)
     sc.parallelize([1]).count()  # a job before the probe's, also when run alone
     before = reader.read((), 0, 0)["total"]
     started = threading.Event()
@@ -215,7 +224,7 @@ def test_the_board_reader_ends_the_python_workers_of_killed_tasks(
     import threading
 
     sc = root.sparkContext
-    reader = classic.JobStatusReader(sc)
+    reader = job_feed.JobStatusReader(sc)
     assert reader._reader.killedTaskWorkersProblem() == ""
     piddir = str(tmp_path)
     errors: list[str] = []
@@ -290,7 +299,7 @@ def test_pyspark_daemon_can_be_replaced_and_our_daemon_leaves_the_kernels_group(
     from pyspark import daemon
 
     assert callable(daemon.manager)
-    assert "spark.python.daemon.module" in classic.LOCAL_CONTEXT_DEFAULTS
+    assert "spark.python.daemon.module" in context_start.LOCAL_CONTEXT_DEFAULTS
     source = inspect.getsource(daemon.worker)
     assert "signal.signal(SIGINT, signal.default_int_handler)" in source, (
         "PySpark's workers no longer die on SIGINT: spark_daemon may not be needed"
@@ -309,7 +318,7 @@ def test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group(
     session = classic.new_isolated_session(root, {})
     session.range(2).select(udf(lambda x: x, "long")("id")).collect()
     kernel_group = os.getpgid(0)
-    jvm = psutil.Process(classic.gateway_process().pid)  # type: ignore[union-attr]
+    jvm = psutil.Process(driver.gateway_process().pid)  # type: ignore[union-attr]
     daemons = []
     for child in jvm.children(recursive=True):
         try:
@@ -423,24 +432,24 @@ def test_cell_scope_runs_rdd_jobs_in_a_sessions_files(root: Any, tmp_path: Path)
 def test_a_killed_jvm_is_lost_and_a_new_one_starts_once_it_is_forgotten(root: Any) -> None:
     # Last in this module: it kills the module's JVM (driver_state, forget_lost_driver).
     sc = root.sparkContext
-    assert classic.driver_state(sc) == "running" and classic.driver_problem(sc) == ""
-    classic.quiet_accumulator_server(sc)
+    assert driver.driver_state(sc) == "running" and driver.driver_problem(sc) == ""
+    driver.quiet_accumulator_server(sc)
     assert sc._accumulatorServer.handle_error.__name__ == "handle_error"
     assert sc._accumulatorServer._jss_quiet is True
-    process = classic.gateway_process()
+    process = driver.gateway_process()
     assert process is not None
     process.kill()
     process.wait(30)
-    assert classic.driver_state(sc) == "lost"
-    assert "its JVM exited with signal 9" in classic.driver_problem(sc)
-    classic.forget_lost_driver(sc)
-    assert classic.active_context() is None
-    new = classic.start_context("local[1]", "after-loss", {"spark.ui.enabled": "false"})
+    assert driver.driver_state(sc) == "lost"
+    assert "its JVM exited with signal 9" in driver.driver_problem(sc)
+    driver.forget_lost_driver(sc)
+    assert driver.active_context() is None
+    new = context_start.start_context("local[1]", "after-loss", {"spark.ui.enabled": "false"})
     try:
         assert new.range(3).count() == 3
-        assert classic.driver_state(sc) == "lost", "the old context stays lost"
-        assert "its JVM" in classic.driver_problem(sc)
-        assert classic.driver_state(new.sparkContext) == "running"
+        assert driver.driver_state(sc) == "lost", "the old context stays lost"
+        assert "its JVM" in driver.driver_problem(sc)
+        assert driver.driver_state(new.sparkContext) == "running"
     finally:
         new.sparkContext.stop()
-    assert classic.driver_state(new.sparkContext) == "stopped"
+    assert driver.driver_state(new.sparkContext) == "stopped"

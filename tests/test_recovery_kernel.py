@@ -24,7 +24,7 @@ from conftest import free_port, start_extension_kernel
 from test_connect_kernel import CONNECT_LONG_CELL, UDFS
 from test_job_board_kernel import LONG_CELL, board, request, wait_for_group
 
-from jupyter_spark_sessions.backends.connect import LocalConnectServer
+from jupyter_spark_sessions.backends.local_connect_server import LocalConnectServer
 from kernel_driver import Kernel, assert_cancelled_in_one_line
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]

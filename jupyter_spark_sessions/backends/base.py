@@ -63,6 +63,10 @@ class SessionBackend(Protocol):
 
     #: Which kind of session this is (shown to users, never branched on).
     kind: BackendKind
+    #: True when the session lives on the kernel's SparkContext (``restart`` makes it
+    #: again after that context was stopped or lost); False for a server's session
+    #: (``reconnect`` does).
+    on_shared_context: bool
     #: The SparkSession object the user's code holds.
     session: Any
     #: Spark's id of the session (classic: its UUID; Connect: the server's session id).
@@ -73,6 +77,11 @@ class SessionBackend(Protocol):
 
     def where(self) -> str:
         """The master URL, or the Connect server's address (never a token)."""
+        ...
+
+    def location(self) -> str:
+        """Where the session runs, as a sentence names it ("local[2]", "Spark Connect
+        sc://host:port")."""
         ...
 
     def require_usable(self, name: str) -> None:

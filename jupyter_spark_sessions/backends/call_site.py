@@ -141,7 +141,7 @@ def _patch_call_site_sync(call_site_sync: Any) -> None:
 def _with_call_site(method: Any, traceback_utils: Any) -> Any:
     @functools.wraps(method)
     def run(*args: Any, **kwargs: Any) -> Any:
-        from .classic import active_context
+        from .driver import active_context
 
         sc = active_context()
         if sc is None:

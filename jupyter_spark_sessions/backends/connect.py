@@ -1,5 +1,6 @@
-"""Spark Connect sessions: the local server this project may start, opening and
-releasing sessions, tags and interrupts, artifacts, and operation progress.
+"""Spark Connect sessions: opening and releasing them, tags and interrupts, artifacts,
+and operation progress (the local server ``--remote local`` starts:
+``local_connect_server``).
 
 Everything that touches the Connect client goes through here; the client's retry
 policy and progress hooks are not documented API, so ``tests/test_private_apis.py``
@@ -14,48 +15,25 @@ package uses.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
 from ..job_tags import current_cell
-from ..kernel_lifecycle import reap_when_it_exits
-from ..session_root import open_private
 from . import api_flavour
 from .base import BackendKind, JobRef, OperationReport, OperationSink
-from .classic import local_master_defaults, local_master_env
+from .connect_endpoint import Endpoint, reachable, redact
 from .connect_tls import check_token_transport
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-#: ``--remote local``: a server this project starts (and stops at kernel shutdown).
-LOCAL = "local"
-
-_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-
-#: Settings of a local server this project starts (the user's ``connect_conf`` wins):
-#: progress reports often enough for the job board, killed tasks' Python workers
-#: stopped at once (as for a classic context this project starts).
-LOCAL_SERVER_DEFAULTS = {
-    "spark.connect.progress.reportInterval": "250ms",
-    "spark.python.task.killTimeout": "0s",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.ui.killEnabled": "false",  # as for a classic context (see classic.py)
-}
 
 
 def is_connect_session(obj: object) -> bool:
@@ -74,204 +52,6 @@ def require_session(obj: Any, what: str) -> ConnectSession:
         raise NotASparkSessionError(f"{what} is a {kind}, not a Spark Connect SparkSession.")
     session: ConnectSession = obj
     return session
-
-
-# -- addresses ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where a Connect server listens; ``url`` may carry a token, ``display`` never does."""
-
-    url: str
-    host: str
-    port: int
-    #: The server's Spark UI, when the server is this kernel's (``--remote local``); a
-    #: remote server's UI runs on its machine and Connect does not say where.
-    ui_url: str = ""
-
-    @property
-    def display(self) -> str:
-        return f"sc://{self.host}:{self.port}"
-
-
-def parse_remote(url: str) -> Endpoint:
-    """Check an ``sc://host:port[/;param=value...]`` URL; ConnectError when it is not one."""
-    parts = urlsplit(url)
-    if parts.scheme != "sc" or not parts.hostname:
-        raise ConnectError(
-            f"--remote takes sc://HOST:PORT (or 'local' for a server started here), "
-            f"not {redact(url)!r}."
-        )
-    try:
-        port = parts.port or 15002
-    except ValueError:
-        raise ConnectError(f"Invalid port in --remote {redact(url)!r}.") from None
-    return Endpoint(url=url, host=parts.hostname, port=port)
-
-
-def redact(url: str) -> str:
-    """``url`` without parameters (a token must never reach output or logs)."""
-    return url.split(";", 1)[0].rstrip("/")
-
-
-def reachable(endpoint: Endpoint, timeout: float = 1.0) -> str:
-    """ "" when something accepts TCP connections at the endpoint, else why not."""
-    try:
-        socket.create_connection((endpoint.host, endpoint.port), timeout).close()
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    return ""
-
-
-# -- the local server ---------------------------------------------------------------------
-
-
-class LocalConnectServer:
-    """A Spark Connect server in a child process, on localhost, with a random token.
-
-    It listens on 127.0.0.1 only and refuses clients without the token, which only
-    this kernel knows (passed in the environment, not on the command line)."""
-
-    def __init__(
-        self,
-        master: str,
-        conf: Mapping[str, str],
-        log_dir: Path,
-        start_timeout: float,
-        port: int | None = None,
-        token: str | None = None,
-    ) -> None:
-        self.master = master
-        self._port = port  # None: a free one at each start
-        scratch = str(log_dir / ".connect-scratch")
-        self._conf = {**LOCAL_SERVER_DEFAULTS, **local_master_defaults(master, scratch), **conf}
-        self._log_path = log_dir / "connect-server.log"
-        self._start_timeout = start_timeout
-        self._token = token or secrets.token_hex(24)
-        self._process: subprocess.Popen[bytes] | None = None
-        self.endpoint: Endpoint | None = None
-
-    def start(self) -> Endpoint:
-        """Start the server and wait until it accepts connections."""
-        import pyspark
-
-        spark_home = os.path.dirname(pyspark.__file__)
-        port = self._port or _free_port()
-        conf = {
-            **self._conf,
-            "spark.connect.grpc.binding.address": "localhost",
-            "spark.connect.grpc.binding.port": str(port),
-        }
-        # The UI on a port chosen here, so that the views can link it (through the
-        # Jupyter server: spark_ui.py); the user's own port wins.
-        ui_url = ""
-        if conf.get("spark.ui.enabled", "true").lower() != "false":
-            ui_port = int(conf.get("spark.ui.port", "0") or 0) or _free_port()
-            conf["spark.ui.port"] = str(ui_port)
-            ui_url = f"http://127.0.0.1:{ui_port}"
-        command = [os.path.join(spark_home, "bin", "spark-submit"), "--class", _SERVER_CLASS]
-        command += ["--master", self.master, "--name", "jupyter_spark_sessions Connect"]
-        for key, value in conf.items():
-            command += ["--conf", f"{key}={value}"]
-        env = {
-            **os.environ,
-            "SPARK_HOME": spark_home,
-            "SPARK_CONNECT_AUTHENTICATE_TOKEN": self._token,
-            **local_master_env(self.master),  # its UI on loopback too
-            # The server's Python workers run UDFs: use this interpreter (pyarrow, the
-            # user's packages), unless the user chose one.
-            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-        }
-        self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open_private(self._log_path) as log_file:  # in the kernel's folder: no link
-            self._process = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # an Interrupt of the kernel must not reach it
-                preexec_fn=_die_with_parent_hook(),
-            )
-        # Reaped the moment it exits, however it ends (killed, crashed): a zombie would
-        # hold the kernel's shutdown for ipykernel's 30 s of re-signalling.
-        reap_when_it_exits(self._process)
-        endpoint = Endpoint(
-            f"sc://localhost:{port}/;token={self._token}", "localhost", port, ui_url
-        )
-        deadline = time.monotonic() + self._start_timeout
-        while reachable(endpoint, 0.5):
-            if self._process.poll() is not None:
-                raise ConnectError(
-                    f"The local Spark Connect server exited (code {self._process.returncode})"
-                    f" while starting: {_last_line(self._log_path)} (log: {self._log_path})."
-                )
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ConnectError(
-                    f"The local Spark Connect server did not listen within "
-                    f"{self._start_timeout:.0f} s (log: {self._log_path})."
-                )
-            time.sleep(0.2)
-        self.endpoint = endpoint
-        return endpoint
-
-    @property
-    def alive(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after ``timeout``)."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
-def _die_with_parent_hook() -> Callable[[], None] | None:
-    """A pre-exec hook (Linux) giving the server SIGTERM when the kernel dies, even
-    when killed outright (its own process group keeps it out of the kernel's group
-    signals otherwise). libc is loaded here, in the parent: the child of a threaded
-    process must not import anything between fork and exec."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-    return lambda: prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return "(no log)"
-    errors = [line for line in lines if "Exception" in line or "Error" in line]
-    return (errors or lines or ["(empty log)"])[-1].strip()[:300]
-
-
-# -- sessions -----------------------------------------------------------------------------
 
 
 def open_session(endpoint: Endpoint, retry_seconds: float) -> ConnectSession:
@@ -495,7 +275,11 @@ def problem_after(error: BaseException | None, previous: str) -> str:
 
 
 _UNREACHABLE = "cannot be reached"
+
+
 _FORGOTTEN = "no longer knows this session (it restarted?)"
+
+
 _BROKEN = "answers again, but this session's connection to it broke"
 
 
@@ -544,9 +328,6 @@ def adopt(obj: object, name: str, what: str, recheck_seconds: float) -> ConnectB
     return ConnectBackend(session, name, session_endpoint(session), recheck_seconds)
 
 
-# -- the backend -------------------------------------------------------------------------
-
-
 class ConnectBackend:
     """A Spark Connect session (``SessionBackend``).
 
@@ -555,6 +336,7 @@ class ConnectBackend:
     server forgot) is kept here for the views."""
 
     kind: BackendKind = "connect"
+    on_shared_context = False
 
     def __init__(
         self, session: ConnectSession, name: str, endpoint: Endpoint, recheck_seconds: float = 2.0
@@ -573,6 +355,9 @@ class ConnectBackend:
 
     def where(self) -> str:
         return self.endpoint.display
+
+    def location(self) -> str:
+        return f"Spark Connect {self.where()}"
 
     def require_usable(self, name: str) -> None:
         if is_stopped(self.session):

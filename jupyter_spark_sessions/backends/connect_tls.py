@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConnectError
 
-if TYPE_CHECKING:  # connect.py imports this module
-    from .connect import Endpoint
+if TYPE_CHECKING:
+    from .connect_endpoint import Endpoint
 
 #: Where the client reads a token the URL does not carry.
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"

@@ -1,6 +1,6 @@
 """The project's own JVM classes (java/jss/, shipped built as ``jars/jss-driver.jar``),
 made on the running driver: each does in one py4j call what would take many from
-Python (``cell_scope``: a bound cell's thread state; ``classic.ContextJobFeed``: one
+Python (``cell_scope``: a bound cell's thread state; ``job_feed.ContextJobFeed``: one
 poll of the job board).
 
 The jar is loaded into a class loader of its own whose parent is Spark's, so it works

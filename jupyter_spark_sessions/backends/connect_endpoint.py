@@ -1,0 +1,64 @@
+"""Where a Spark Connect server listens: ``sc://host:port`` URLs checked and
+redacted (a token never reaches output or logs), and whether anything answers there.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ..errors import ConnectError
+
+if TYPE_CHECKING:
+    pass
+
+
+#: ``--remote local``: a server this project starts (and stops at kernel shutdown).
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a Connect server listens; ``url`` may carry a token, ``display`` never does."""
+
+    url: str
+    host: str
+    port: int
+    #: The server's Spark UI, when the server is this kernel's (``--remote local``); a
+    #: remote server's UI runs on its machine and Connect does not say where.
+    ui_url: str = ""
+
+    @property
+    def display(self) -> str:
+        return f"sc://{self.host}:{self.port}"
+
+
+def parse_remote(url: str) -> Endpoint:
+    """Check an ``sc://host:port[/;param=value...]`` URL; ConnectError when it is not one."""
+    parts = urlsplit(url)
+    if parts.scheme != "sc" or not parts.hostname:
+        raise ConnectError(
+            f"--remote takes sc://HOST:PORT (or 'local' for a server started here), "
+            f"not {redact(url)!r}."
+        )
+    try:
+        port = parts.port or 15002
+    except ValueError:
+        raise ConnectError(f"Invalid port in --remote {redact(url)!r}.") from None
+    return Endpoint(url=url, host=parts.hostname, port=port)
+
+
+def redact(url: str) -> str:
+    """``url`` without parameters (a token must never reach output or logs)."""
+    return url.split(";", 1)[0].rstrip("/")
+
+
+def reachable(endpoint: Endpoint, timeout: float = 1.0) -> str:
+    """ "" when something accepts TCP connections at the endpoint, else why not."""
+    try:
+        socket.create_connection((endpoint.host, endpoint.port), timeout).close()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return ""

@@ -1,0 +1,155 @@
+"""Starting the kernel's SparkContext: the settings this project gives a context it
+starts (the user's win), its JVM's quiet logging, the settings a new context repeats
+after a stop, and the root session new sessions derive from.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import api_flavour, driver_jar
+from .driver import drop_py4j_tracebacks_of_a_dead_jvm
+from .local_master import is_local_master, local_master_defaults, local_master_env
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+#: Settings Spark or PySpark put on every context: not the user's, and wrong for the
+#: next one (its ids, ports and start times).
+_RUNTIME_SETTINGS = (
+    "spark.app.id",
+    "spark.app.startTime",
+    "spark.app.submitTime",
+    "spark.app.initial.",
+    "spark.driver.port",
+    "spark.driver.host",
+    "spark.executor.id",
+    "spark.master",
+    "spark.submit.",
+    "spark.ui.proxyBase",
+)
+
+
+def context_settings(sc: SparkContext) -> dict[str, str]:
+    """The settings of a running context that a new one should repeat (no ids, ports
+    or times Spark added)."""
+    return {
+        key: value for key, value in sc.getConf().getAll() if not key.startswith(_RUNTIME_SETTINGS)
+    }
+
+
+def start_context(
+    master: str, app_name: str, conf: Mapping[str, str], scratch_dir: str | None = None
+) -> SparkSession:
+    """Start the kernel's SparkContext and return its root session. On a local master,
+    its driver and UI listen on loopback and its scratch files go to ``scratch_dir``
+    (see ``local_master_defaults``); its JVM logs only what a notebook user needs
+    (``quiet_logging_env``); ``conf`` wins over every default."""
+    from pyspark.sql import SparkSession
+
+    # Executors' Python workers must run the kernel's interpreter, which has pyarrow
+    # and the user's packages; an explicit setting by the user wins.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    defaults = {**OWNED_CONTEXT_DEFAULTS, **local_master_defaults(master)}
+    builder = SparkSession.builder.master(master).appName(app_name)
+    if is_local_master(master):  # executors run this interpreter, with this package
+        defaults.update(LOCAL_CONTEXT_DEFAULTS)
+    for key, value in {**defaults, **conf}.items():
+        builder = builder.config(key, value)
+    env = local_master_env(master)
+    users = "spark.local.dir" in conf or "SPARK_LOCAL_DIRS" in os.environ
+    if scratch_dir and is_local_master(master) and not users:
+        env["SPARK_LOCAL_DIRS"] = scratch_dir  # not spark.local.dir: Spark warns at each start
+    env.update(quiet_logging_env(conf))
+    drop_py4j_tracebacks_of_a_dead_jvm()
+    with _environ(env), api_flavour.classic():
+        session = builder.getOrCreate()
+    try:  # the UI's root stays under a proxy (Spark UI links through the Jupyter server)
+        driver_jar.instance(session.sparkContext, "jss.UiRootRedirect")
+    except Exception:  # a UI without it only links its logo outside the proxy
+        log.warning("could not make the Spark UI's root redirect relative", exc_info=True)
+    return session
+
+
+#: The JVM's logging for a context this project starts: Spark's own defaults at WARN
+#: (what its shells use), without the lines every start or cancel prints (native
+#: Hadoop, killed tasks, interrupted Python workers), which would land in whatever
+#: cell runs next.
+LOG_CONFIG = Path(__file__).resolve().parent.parent / "spark-log4j2.properties"
+
+
+def quiet_logging_env(conf: Mapping[str, str]) -> dict[str, str]:
+    """``SPARK_SUBMIT_OPTS`` that points the driver's log4j at ``LOG_CONFIG``; nothing
+    when the user configured log4j (SPARK_CONF_DIR/log4j2.properties, or
+    log4j2.configurationFile in SPARK_SUBMIT_OPTS or spark.driver.extraJavaOptions)."""
+    opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    own = "log4j2.configurationFile" in opts + conf.get("spark.driver.extraJavaOptions", "")
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(
+        os.environ.get("SPARK_HOME", "/nonexistent"), "conf"
+    )
+    if own or os.path.exists(os.path.join(conf_dir, "log4j2.properties")):
+        return {}
+    return {"SPARK_SUBMIT_OPTS": f"{opts} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}".strip()}
+
+
+@contextmanager
+def _environ(values: Mapping[str, str]) -> Iterator[None]:
+    # PySpark copies os.environ into the JVM it launches (once per kernel): set the
+    # values only around that launch, so the kernel's own children do not inherit them.
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def root_session(sc: SparkContext) -> SparkSession:
+    """The default session of a running context, to derive new sessions from.
+
+    Uses PySpark's own instantiated session when it belongs to ``sc``, so that no
+    setting of the user's session is touched.
+    """
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession._instantiatedSession  # private
+    if existing is not None and existing._sc is sc:
+        return existing
+    return SparkSession(sc)
+
+
+#: Settings for a SparkContext this project starts (the user's context_conf wins):
+#: free executor slots soon after a cancel, keep the status store current for the job
+#: board, and leave progress display to the board's views instead of the cell's stderr.
+OWNED_CONTEXT_DEFAULTS = {
+    # PySpark waits this long for a killed task's Python worker to exit (default 2s).
+    "spark.python.task.killTimeout": "0s",
+    # Write every status event to the store: with the 100ms default, the last task
+    # events of a burst can stay unwritten until the next executor heartbeat (10s).
+    "spark.ui.liveUpdate.period": "0ms",
+    "spark.ui.showConsoleProgress": "false",
+    # Anyone who reaches the UI could kill any session's jobs; cancel is this project's.
+    "spark.ui.killEnabled": "false",
+}
+
+
+#: Added for local masters (``local[...]``, ``local-cluster[...]``), whose Python
+#: workers run the kernel's interpreter: keep them out of the kernel's process group,
+#: so that an Interrupt reaches only the interrupted cell's tasks (``spark_daemon``).
+LOCAL_CONTEXT_DEFAULTS = {
+    "spark.python.daemon.module": "jupyter_spark_sessions.spark_daemon",
+}

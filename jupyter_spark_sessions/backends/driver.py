@@ -1,0 +1,252 @@
+"""The kernel's Spark driver: the running SparkContext, its py4j gateway and JVM, and
+whether it still runs (stopped, or its JVM lost), with the one-line story and way out
+of each; after a loss, letting PySpark launch a new JVM. Private PySpark APIs, each
+behind one wrapper (``tests/test_private_apis.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import subprocess
+import sys
+import time
+import warnings
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import ContextStoppedError
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+
+def active_context() -> SparkContext | None:
+    """The SparkContext running in this process, or None."""
+    from pyspark import SparkContext
+
+    sc: SparkContext | None = SparkContext._active_spark_context  # private
+    return sc
+
+
+def gateway_process() -> subprocess.Popen[bytes] | None:
+    """The JVM process PySpark launched for this kernel, or None (no JVM yet, or one
+    started outside Python and reached through PYSPARK_GATEWAY_PORT)."""
+    pyspark = sys.modules.get("pyspark")
+    if pyspark is None:  # never imported: no JVM, and no reason to import it now
+        return None
+    gateway = pyspark.SparkContext._gateway  # private; class attribute set on first start
+    proc: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)  # private
+    return proc
+
+
+DriverState = Literal["running", "stopped", "lost"]
+
+
+def driver_state(sc: SparkContext, recent: bool = False) -> DriverState:
+    """ "running"; "stopped" (``stop()`` from Python, or a fatal error in the JVM); or
+    "lost": its JVM exited or cannot be reached (killed, out of memory), or a newer
+    driver replaced it (``forget_lost_driver``). ``recent``: a "running" seen within
+    the last second will do (the board's views, asked for every session of a poll)."""
+    from py4j.protocol import Py4JError
+
+    if getattr(sc, "_jss_driver_lost", False):  # forgotten after its JVM died
+        return "lost"
+    if sc._jsc is None:  # private; PySpark sets it to None on stop()
+        return "stopped"
+    gateway = _gateway_of(sc)
+    proc = getattr(gateway, "proc", None)  # private; None for a JVM started outside Python
+    if gateway is None or (proc is not None and proc.poll() is not None):
+        return "lost"  # known without a round trip (which would end in ConnectionRefused)
+    checked = getattr(sc, "_jss_running_at", None)
+    if recent and checked is not None and time.monotonic() - checked < _RUNNING_FOR:
+        return "running"
+    try:
+        stopped = bool(_scala_context(sc).isStopped())
+    except (Py4JError, OSError):  # the JVM died a moment ago
+        return "lost"
+    if stopped:
+        return "stopped"
+    sc._jss_running_at = time.monotonic()  # type: ignore[attr-defined]
+    return "running"
+
+
+#: How long a context seen running is taken to still run by views (``recent``), unless
+#: Python stopped it or its JVM exited (both seen without a round trip). A JVM dying
+#: this moment is seen at once everywhere else: by the cell's error, the magics.
+_RUNNING_FOR = 1.0
+
+
+def _scala_context(sc: SparkContext) -> Any:
+    # ``sc._jsc.sc()`` kept: asked anew, it costs a round trip and another to free it.
+    scala = getattr(sc, "_jss_scala_context", None)
+    if scala is None or scala._gateway_client is not sc._jsc._gateway_client:  # private
+        scala = sc._jss_scala_context = sc._jsc.sc()  # type: ignore[attr-defined]
+    return scala
+
+
+def _gateway_of(sc: SparkContext) -> Any:
+    """PySpark's gateway if ``sc`` talks through it (None once it was replaced)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway  # private; class attribute, None once forgotten
+    client = getattr(gateway, "_gateway_client", None)  # private (py4j)
+    jsc = sc._jsc  # private
+    if gateway is None or jsc is None or jsc._gateway_client is not client:
+        return None
+    return gateway
+
+
+def reachable(sc: SparkContext) -> bool:
+    # Without a round trip: a context stopped from Python, or a JVM known to be gone.
+    gateway = _gateway_of(sc)
+    proc = getattr(gateway, "proc", None)  # private
+    return gateway is not None and (proc is None or proc.poll() is None)
+
+
+def context_is_stopped(sc: SparkContext) -> bool:
+    """True when ``sc`` cannot run jobs: stopped, or its driver lost."""
+    return driver_state(sc) != "running"
+
+
+def restart_hint(master: str | None) -> str:
+    return (
+        f"run `%spark_session restart` to start a new one on {master} with your sessions "
+        "and their files"
+    )
+
+
+def driver_problem(sc: SparkContext, recent: bool = False) -> str:
+    """Why ``sc`` cannot run jobs, in one line with the way out; "" when it can
+    (``recent``: as for ``driver_state``)."""
+    state = driver_state(sc, recent)
+    if state == "running":
+        return ""
+    if state == "stopped":
+        return (
+            "its SparkContext was stopped outside jupyter_spark_sessions (spark.stop()?): "
+            + restart_hint(sc.master)
+        )
+    proc = getattr(_gateway_of(sc), "proc", None)  # private
+    code = None
+    if proc is not None:  # a JVM that just broke its connection may still be exiting
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = proc.wait(0.5)
+    how = "its JVM cannot be reached"
+    if code is not None:
+        how = f"its JVM exited with signal {-code}" if code < 0 else f"its JVM exited ({code})"
+    return f"the Spark driver of this kernel is gone ({how}): " + restart_hint(sc.master)
+
+
+def raised_by_a_gone_driver(error: BaseException) -> bool:
+    # How PySpark fails on a dead JVM (py4j, sockets) or a stopped context (its
+    # ``_jsc`` is None); a Java exception from a live driver is a Py4JError too, which
+    # the caller tells apart by asking the driver.
+    from py4j.protocol import Py4JError
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (Py4JError, ConnectionError, EOFError)):
+            return True
+        if isinstance(current, AttributeError) and "'NoneType' object" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def require_running(sc: SparkContext, name: str) -> None:
+    """Raise ContextStoppedError, saying how to recover, unless ``sc`` runs."""
+    problem = driver_problem(sc)
+    if problem:
+        raise ContextStoppedError(f"Session '{name}' is unusable: {problem}.")
+
+
+def forget_lost_driver(sc: SparkContext) -> None:
+    """Let PySpark launch a new JVM after ``sc``'s died or was stopped: clear what it
+    keeps of the old one (the gateway, the active context and sessions). Private."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    if driver_state(sc) == "lost":
+        sc._jss_driver_lost = True  # type: ignore[attr-defined]  # still lost once forgotten
+    with warnings.catch_warnings(), contextlib.suppress(Exception):
+        warnings.simplefilter("ignore")  # "Unable to cleanly shutdown Spark JVM process"
+        sc.stop()
+    # What stop() does after its JVM call, which raises (not only Py4JError) on a dead JVM.
+    sc._jsc = None
+    server, sc._accumulatorServer = getattr(sc, "_accumulatorServer", None), None  # type: ignore[assignment]
+    if server is not None:
+        with contextlib.suppress(Exception):
+            server.shutdown()
+    with SparkContext._lock:
+        if SparkContext._active_spark_context is sc:
+            SparkContext._active_spark_context = None
+    gateway = SparkContext._gateway
+    if gateway is not None and _gateway_is_dead(gateway):
+        SparkContext._gateway, SparkContext._jvm = None, None
+        with contextlib.suppress(Exception):
+            gateway.close()  # the Python side of the dead connection
+    SparkSession._instantiatedSession = None  # private
+    SparkSession._activeSession = None  # private
+
+
+def _current_gateway() -> Any:
+    from pyspark import SparkContext
+
+    return SparkContext._gateway  # private
+
+
+def _gateway_is_dead(gateway: Any, wait: float = 0.0) -> bool:
+    # ``wait``: a JVM whose connection just broke may still be exiting.
+    from py4j.protocol import Py4JError
+
+    proc = getattr(gateway, "proc", None)  # private
+    if proc is not None:
+        if not wait:
+            return proc.poll() is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+        return proc.returncode is not None
+    try:  # a JVM started outside Python (PYSPARK_GATEWAY_PORT): ask it
+        gateway.jvm.java.lang.System.currentTimeMillis()
+    except (Py4JError, OSError):
+        return True
+    return False
+
+
+class _DeadJvmLogFilter(logging.Filter):
+    """py4j logs a traceback through the root logger for the call that finds the JVM
+    dead; the cell's own error already says so in one line (``ClassicBackend.explain``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != "Exception while sending command.":
+            return True
+        gateway = _current_gateway()
+        return not (gateway is not None and _gateway_is_dead(gateway, wait=0.5))
+
+
+_DEAD_JVM_LOG_FILTER = _DeadJvmLogFilter()
+
+
+def drop_py4j_tracebacks_of_a_dead_jvm() -> None:
+    logging.getLogger().addFilter(_DEAD_JVM_LOG_FILTER)  # once: filters are a set
+
+
+def quiet_accumulator_server(sc: SparkContext) -> None:
+    """PySpark's accumulator server (a socketserver thread, private) prints a traceback
+    to stderr, into the running cell, when the JVM's connection to it breaks (the JVM
+    died: the cell says so in one line); any other error it still prints."""
+    server = getattr(sc, "_accumulatorServer", None)  # private
+    if server is None or getattr(server, "_jss_quiet", False):
+        return
+    report = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        # Called inside the handler's except block; a JVM that went away mid-read
+        # shows as EOF or a reset connection (it may not be reaped yet).
+        if not isinstance(sys.exc_info()[1], (EOFError, ConnectionError)):
+            report(request, client_address)
+
+    server.handle_error = handle_error
+    server._jss_quiet = True

@@ -1,0 +1,227 @@
+"""The local Spark Connect server ``--remote local`` starts: a child process on
+localhost with a random token, started on first use, again if it died, and stopped at
+kernel shutdown.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..config import SparkSessionsConfig
+from ..errors import ConnectError
+from ..java_runtime import require_java
+from ..kernel_lifecycle import reap_when_it_exits
+from ..session_root import open_private
+from .connect_endpoint import LOCAL, Endpoint, parse_remote, reachable
+from .local_master import local_master_defaults, local_master_env
+
+if TYPE_CHECKING:
+    pass
+
+
+_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+#: Settings of a local server this project starts (the user's ``connect_conf`` wins):
+#: progress reports often enough for the job board, killed tasks' Python workers
+#: stopped at once (as for a classic context this project starts).
+LOCAL_SERVER_DEFAULTS = {
+    "spark.connect.progress.reportInterval": "250ms",
+    "spark.python.task.killTimeout": "0s",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.killEnabled": "false",  # as for a classic context (see context_start.py)
+}
+
+
+class LocalConnectServer:
+    """A Spark Connect server in a child process, on localhost, with a random token.
+
+    It listens on 127.0.0.1 only and refuses clients without the token, which only
+    this kernel knows (passed in the environment, not on the command line)."""
+
+    def __init__(
+        self,
+        master: str,
+        conf: Mapping[str, str],
+        log_dir: Path,
+        start_timeout: float,
+        port: int | None = None,
+        token: str | None = None,
+    ) -> None:
+        self.master = master
+        self._port = port  # None: a free one at each start
+        scratch = str(log_dir / ".connect-scratch")
+        self._conf = {**LOCAL_SERVER_DEFAULTS, **local_master_defaults(master, scratch), **conf}
+        self._log_path = log_dir / "connect-server.log"
+        self._start_timeout = start_timeout
+        self._token = token or secrets.token_hex(24)
+        self._process: subprocess.Popen[bytes] | None = None
+        self.endpoint: Endpoint | None = None
+
+    def start(self) -> Endpoint:
+        """Start the server and wait until it accepts connections."""
+        import pyspark
+
+        spark_home = os.path.dirname(pyspark.__file__)
+        port = self._port or _free_port()
+        conf = {
+            **self._conf,
+            "spark.connect.grpc.binding.address": "localhost",
+            "spark.connect.grpc.binding.port": str(port),
+        }
+        # The UI on a port chosen here, so that the views can link it (through the
+        # Jupyter server: spark_ui.py); the user's own port wins.
+        ui_url = ""
+        if conf.get("spark.ui.enabled", "true").lower() != "false":
+            ui_port = int(conf.get("spark.ui.port", "0") or 0) or _free_port()
+            conf["spark.ui.port"] = str(ui_port)
+            ui_url = f"http://127.0.0.1:{ui_port}"
+        command = [os.path.join(spark_home, "bin", "spark-submit"), "--class", _SERVER_CLASS]
+        command += ["--master", self.master, "--name", "jupyter_spark_sessions Connect"]
+        for key, value in conf.items():
+            command += ["--conf", f"{key}={value}"]
+        env = {
+            **os.environ,
+            "SPARK_HOME": spark_home,
+            "SPARK_CONNECT_AUTHENTICATE_TOKEN": self._token,
+            **local_master_env(self.master),  # its UI on loopback too
+            # The server's Python workers run UDFs: use this interpreter (pyarrow, the
+            # user's packages), unless the user chose one.
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+        }
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open_private(self._log_path) as log_file:  # in the kernel's folder: no link
+            self._process = subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # an Interrupt of the kernel must not reach it
+                preexec_fn=_die_with_parent_hook(),
+            )
+        # Reaped the moment it exits, however it ends (killed, crashed): a zombie would
+        # hold the kernel's shutdown for ipykernel's 30 s of re-signalling.
+        reap_when_it_exits(self._process)
+        endpoint = Endpoint(
+            f"sc://localhost:{port}/;token={self._token}", "localhost", port, ui_url
+        )
+        deadline = time.monotonic() + self._start_timeout
+        while reachable(endpoint, 0.5):
+            if self._process.poll() is not None:
+                raise ConnectError(
+                    f"The local Spark Connect server exited (code {self._process.returncode})"
+                    f" while starting: {_last_line(self._log_path)} (log: {self._log_path})."
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ConnectError(
+                    f"The local Spark Connect server did not listen within "
+                    f"{self._start_timeout:.0f} s (log: {self._log_path})."
+                )
+            time.sleep(0.2)
+        self.endpoint = endpoint
+        return endpoint
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after ``timeout``)."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A pre-exec hook (Linux) giving the server SIGTERM when the kernel dies, even
+    when killed outright (its own process group keeps it out of the kernel's group
+    signals otherwise). libc is loaded here, in the parent: the child of a threaded
+    process must not import anything between fork and exec."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    return lambda: prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    errors = [line for line in lines if "Exception" in line or "Error" in line]
+    return (errors or lines or ["(empty log)"])[-1].strip()[:300]
+
+
+class ConnectEndpoints:
+    """Where ``--remote`` sessions go: the server a URL names, or for ``local`` the
+    server this kernel starts (on first use, and again if it died: on another port)."""
+
+    def __init__(self, config: SparkSessionsConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._local: LocalConnectServer | None = None
+
+    def resolve(self, remote: str) -> Endpoint:
+        """The endpoint of ``--remote REMOTE`` (ConnectError when it is not one)."""
+        if remote != LOCAL:
+            return parse_remote(remote)
+        with self._lock:
+            server = self._local
+            if server is not None and server.alive and server.endpoint is not None:
+                return server.endpoint
+            require_java()
+            server = LocalConnectServer(
+                self.config.connect_master,
+                self.config.connect_conf,
+                Path(self.config.resolved_session_root()),
+                self.config.connect_start_timeout,
+            )
+            endpoint = server.start()
+            self._local = server
+            return endpoint
+
+    @property
+    def local_server(self) -> LocalConnectServer | None:
+        """The server ``--remote local`` started, if any."""
+        return self._local
+
+    def stop_local_server(self, timeout: float) -> None:
+        """Kernel shutdown: stop the local server, if one was started."""
+        server, self._local = self._local, None
+        if server is not None:
+            server.stop(timeout=timeout)

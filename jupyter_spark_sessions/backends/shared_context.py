@@ -1,0 +1,130 @@
+"""The kernel's shared SparkContext, on which every classic session lives.
+
+Found (a context the user started) or started (on the configured master) for the first
+classic session; started again on the same master and settings after a stop or a lost
+driver; stopped at shutdown only if this project started it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..config import SparkSessionsConfig
+from ..errors import ContextStoppedError, MasterMismatchError
+from ..java_runtime import require_java
+from ..kernel_lifecycle import reap_when_it_exits
+from . import classic, context_start, driver
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class ContextRecipe:
+    """How the kernel's SparkContext was started (or found): a new one after a stop or
+    a lost driver repeats it unless the user names another master."""
+
+    master: str
+    conf: Mapping[str, str]
+
+
+class SharedContext:
+    """The one SparkContext of the kernel and what is known of how it was made.
+
+    ``on_replaced`` is called when a new context replaces one sessions used (its job
+    ids start again from 0)."""
+
+    def __init__(self, config: SparkSessionsConfig, on_replaced: Callable[[], None]) -> None:
+        self.config = config
+        self._on_replaced = on_replaced
+        self._lock = threading.Lock()
+        self._owned: SparkContext | None = None
+        self._recipe: ContextRecipe | None = None  # of the last context sessions used
+
+    @property
+    def owned(self) -> bool:
+        """True when this project started the running SparkContext."""
+        sc = self._owned
+        return sc is not None and not driver.context_is_stopped(sc)
+
+    def create_session(
+        self, name: str, settings: Mapping[str, str], master: str | None = None
+    ) -> classic.ClassicBackend:
+        """A new isolated session ``name`` on the running context, started on ``master``
+        (default: the configured one, or the previous one's) when none runs."""
+        return classic.create(self._root_session(master), name, settings)
+
+    def _root_session(self, master: str | None) -> SparkSession:
+        with self._lock:
+            sc = driver.active_context()
+            state = driver.driver_state(sc) if sc is not None else None
+            if sc is not None and state == "running":
+                if master is not None and master != sc.master:
+                    raise MasterMismatchError(
+                        f"A SparkContext already runs on {sc.master}; --master {master} can "
+                        "only be used when none runs (or stop that context first)."
+                    )
+                if self._recipe is None or self._owned is not sc:
+                    self._recipe = ContextRecipe(str(sc.master), context_start.context_settings(sc))
+                return context_start.root_session(sc)
+            if sc is not None:  # stopped in the JVM, or its driver lost
+                driver.forget_lost_driver(sc)
+            return self._start(master)
+
+    def _start(self, master: str | None) -> SparkSession:
+        # Under _lock. After a stop or a lost driver, the previous master and settings,
+        # unless the user names a master.
+        recipe = self._recipe
+        if master is None and recipe is not None:
+            master, conf = recipe.master, {**recipe.conf}
+        else:
+            master, conf = master or self.config.default_master, dict(self.config.context_conf)
+        require_java()
+        root = context_start.start_context(
+            master,
+            self.config.app_name,
+            conf,
+            scratch_dir=str(self.config.kernel_root().scratch_dir()),
+        )
+        if self._recipe is not None:  # the board's job ids are the old context's
+            self._on_replaced()
+        self._owned = root.sparkContext
+        self._recipe = ContextRecipe(master, conf)
+        return root
+
+    def restart(self, sessions_broken: bool) -> tuple[str, bool]:
+        """Make sure a usable context runs for sessions to be made again on it: start a
+        new one (the previous master and settings) unless one runs. ``sessions_broken``:
+        some session on it cannot work (without any, a running context means there is
+        nothing to restart: ContextStoppedError). Returns (master, whether it started
+        one)."""
+        with self._lock:
+            sc = driver.active_context()
+            running = sc if sc is not None and driver.driver_state(sc) == "running" else None
+            if running is not None and not sessions_broken:
+                raise ContextStoppedError(
+                    f"The Spark driver runs on {running.master} and every session is "
+                    "usable: nothing to restart."
+                )
+            if self._recipe is None:
+                raise ContextStoppedError(
+                    "No Spark driver was started in this kernel yet: `%spark_session create "
+                    "NAME` starts one."
+                )
+            if running is not None:
+                return str(running.master), False
+            if sc is not None:
+                driver.forget_lost_driver(sc)
+            return str(self._start(None).sparkContext.master), True
+
+    def stop_if_owned(self) -> None:
+        """Kernel shutdown: stop the context if this project started it, and let the
+        JVM be reaped when it exits (the kernel now terminates its children)."""
+        owned, self._owned = self._owned, None
+        if owned is not None and not driver.context_is_stopped(owned):
+            owned.stop()
+        reap_when_it_exits(driver.gateway_process())
