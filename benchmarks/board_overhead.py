@@ -6,7 +6,7 @@ of the kernels rotates every round; only one job runs at a time):
 
 - ``none``: plain PySpark, ``SparkSession.builder.master("local[2]")`` with the settings
   this project gives the contexts it starts (``OWNED_CONTEXT_DEFAULTS`` and
-  ``LOCAL_MASTER_DEFAULTS`` of ``backends/classic.py``, plus the same quiet log4j file
+  ``LOCAL_MASTER_DEFAULTS`` of ``backends/local_master.py``, plus the same quiet log4j file
   and ``SPARK_LOCAL_IP=127.0.0.1``), so that only the monitor differs;
 - ``sessions``: this project: ``%load_ext jupyter_spark_sessions``, ``%spark_session
   create a --master local[2]``, ``%spark_session use a``, and a comm opened from the
@@ -77,11 +77,11 @@ import psutil  # type: ignore[import-untyped]  # no stubs in the dev environment
 from jupyter_client.manager import KernelManager
 
 from jupyter_spark_sessions import protocol
-from jupyter_spark_sessions.backends.classic import (
-    LOCAL_MASTER_DEFAULTS,
+from jupyter_spark_sessions.backends.context_start import (
     OWNED_CONTEXT_DEFAULTS,
     quiet_logging_env,
 )
+from jupyter_spark_sessions.backends.local_master import LOCAL_MASTER_DEFAULTS
 from jupyter_spark_sessions.cell_progress import MIME_TYPE as CELL_VIEW_MIME
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.snapshot import FINAL_STATES

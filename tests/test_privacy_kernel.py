@@ -36,7 +36,7 @@ from kernel_driver import Kernel
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
-CLASSIC = "__import__('jupyter_spark_sessions.backends.classic', fromlist=['classic'])"
+DRIVER = "__import__('jupyter_spark_sessions.backends.driver', fromlist=['driver'])"
 OTHER_USER = "jss-other"
 #: What the session's files hold: found nowhere the other user can read.
 SECRET = f"jss-secret-{uuid.uuid4().hex}"
@@ -156,7 +156,7 @@ def is_loopback(address: str) -> bool:
 
 def jvm_listening(kernel: Kernel) -> list[tuple[str, int]]:
     """(address, port) of every listening socket of the kernel's JVM and its children."""
-    jvm = psutil.Process(kernel.value(f"{CLASSIC}.gateway_process().pid"))
+    jvm = psutil.Process(kernel.value(f"{DRIVER}.gateway_process().pid"))
     return sorted(
         (conn.laddr.ip, conn.laddr.port)
         for process in [jvm, *jvm.children(recursive=True)]
@@ -529,7 +529,7 @@ def test_a_killed_kernels_folders_go_when_the_next_kernel_starts_a_live_ones_sta
         killed.ok(f"%spark_session add_file a {inputs['file']}")
         killed_root = Path(killed.value(f"str({root_of})"))
         killed_session = session_dir(killed, "a")
-        jvm = psutil.Process(killed.value(f"{CLASSIC}.gateway_process().pid"))
+        jvm = psutil.Process(killed.value(f"{DRIVER}.gateway_process().pid"))
         live_root = Path(live.value(f"str({root_of})"))
         assert killed_root.parent == live_root.parent == base and killed_root != live_root
 
