@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from . import ipykernel_internals, job_tags
+from . import ipykernel_internals
 from .errors import JobsCancelled, SessionLostError
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class CancelledCellErrors:
     def _cancels_of_this_cell(self) -> str:
         if self.registry is None:
             return ""
-        cell = job_tags.current_cell()
+        cell = self.registry.tagger.current_cell()
         count = cell[1] if cell else self.shell.execution_count
         cancels = self.registry.board.cancels_of_cell(count)
         return cancel_story(cancels) if cancels else ""

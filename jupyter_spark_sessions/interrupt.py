@@ -61,7 +61,7 @@ class CellInterrupts:
         if self.registry.config.interrupt_cancels == "all":
             board.request_cancel(everything=True)
             raise KeyboardInterrupt
-        cell = job_tags.current_cell()
+        cell = self.registry.tagger.current_cell()
         if cell is None or self._waiting:
             raise KeyboardInterrupt
         board.request_interrupt(*cell)
