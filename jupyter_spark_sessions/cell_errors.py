@@ -76,7 +76,7 @@ def mixes_flavours(error: BaseException, filenames: list[str]) -> bool:
 
 
 #: How a cancelled cell names where the cancel came from (``JobBoard.request_cancel``).
-_FROM = {
+CANCEL_FROM = {
     "sidebar": "from the sidebar",
     "panel": "from the panel",
     "cell": "from the cell's progress view",
@@ -96,7 +96,7 @@ def cancel_story(cancels: list[tuple[str, str | None, list[int]]]) -> str:
         if job_ids:
             word = "job" if len(job_ids) == 1 else "jobs"
             jobs = f" ({word} {', '.join(map(str, job_ids))})"
-        where = f" {_FROM[source]}" if source in _FROM else ""
+        where = f" {CANCEL_FROM[source]}" if source in CANCEL_FROM else ""
         parts.append(f"{group_id}{jobs} were cancelled{where}")
     return "The Spark jobs of " + "; ".join(parts) + "."
 
