@@ -96,6 +96,7 @@ def load_ipython_extension(ip: Any) -> None:
     # kernel never uses gRPC across a fork, so the handlers are off (read at import).
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     from .cell_errors import CancelledCellErrors
+    from .cell_lifecycle import CellLifecycle
     from .cell_progress import CellProgressViews
     from .cell_tagging import CellJobTagging
     from .interrupt import CellInterrupts
@@ -119,13 +120,17 @@ def load_ipython_extension(ip: Any) -> None:
         except UnsupportedKernelError as exc:  # before anything is registered
             raise UsageError(f"jupyter_spark_sessions cannot load: {exc}") from None
     ip.register_magics(SparkSessionMagics(ip, registry, tagging))
-    tagging.register()
-    interrupts.register()  # after tagging: a cell's tags are pushed first
     progress = CellProgressViews(ip, registry, tagging)
-    progress.register()  # after tagging: it counts the cell
+    lifecycle = CellLifecycle(
+        ip,
+        (tagging, interrupts, progress),  # the order cell_lifecycle.py explains
+        on_register=progress.follow_board,
+        on_unregister=progress.leave_board,
+    )
+    lifecycle.register()
     # Release sessions and stop a context this project started when the kernel exits.
     call_once_at_shutdown(ip, registry.shutdown)
-    _loaded[id(ip)] = (tagging, interrupts, progress)
+    _loaded[id(ip)] = lifecycle
     if kernel is not None:  # last: frontends that see it send requests at once
         from . import kernel_marker
 
@@ -134,10 +139,9 @@ def load_ipython_extension(ip: Any) -> None:
 
 def unload_ipython_extension(ip: Any) -> None:
     """``%unload_ext``: stop tagging cells. Sessions stay registered and usable."""
-    hooks = _loaded.pop(id(ip), None)
-    if hooks is not None:
-        for hook in hooks:
-            hook.unregister()
+    lifecycle = _loaded.pop(id(ip), None)
+    if lifecycle is not None:
+        lifecycle.unregister()
         kernel = getattr(ip, "kernel", None)
         if kernel is not None:
             from . import kernel_marker

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from . import ipykernel_internals, job_tags
+from . import ipykernel_internals
 from .errors import JobsCancelled, SessionLostError
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def mixes_flavours(error: BaseException, filenames: list[str]) -> bool:
 
 
 #: How a cancelled cell names where the cancel came from (``JobBoard.request_cancel``).
-_FROM = {
+CANCEL_FROM = {
     "sidebar": "from the sidebar",
     "panel": "from the panel",
     "cell": "from the cell's progress view",
@@ -96,7 +96,7 @@ def cancel_story(cancels: list[tuple[str, str | None, list[int]]]) -> str:
         if job_ids:
             word = "job" if len(job_ids) == 1 else "jobs"
             jobs = f" ({word} {', '.join(map(str, job_ids))})"
-        where = f" {_FROM[source]}" if source in _FROM else ""
+        where = f" {CANCEL_FROM[source]}" if source in CANCEL_FROM else ""
         parts.append(f"{group_id}{jobs} were cancelled{where}")
     return "The Spark jobs of " + "; ".join(parts) + "."
 
@@ -143,7 +143,7 @@ class CancelledCellErrors:
     def _cancels_of_this_cell(self) -> str:
         if self.registry is None:
             return ""
-        cell = job_tags.current_cell()
+        cell = self.registry.tagger.current_cell()
         count = cell[1] if cell else self.shell.execution_count
         cancels = self.registry.board.cancels_of_cell(count)
         return cancel_story(cancels) if cancels else ""

@@ -63,7 +63,8 @@ class _CellView:
 
 
 class CellProgressViews:
-    """The pre/post_run_cell pair and the board listener behind the in-cell view."""
+    """The last step of a cell's life (``cell_lifecycle``: after the tagging, which
+    counts the cell) and the board listener behind the in-cell view."""
 
     def __init__(
         self, shell: InteractiveShell, registry: SessionRegistry, tagging: CellJobTagging
@@ -76,16 +77,12 @@ class CellProgressViews:
         self._local = threading.local()  # the cell this thread runs
         self._unsubscribe: Any = None
 
-    def register(self) -> None:
-        """Start showing views (register after the cell tagging: it counts the cell)."""
-        self.shell.events.register("pre_run_cell", self.pre_run_cell)
-        self.shell.events.register("post_run_cell", self.post_run_cell)
+    def follow_board(self) -> None:
+        """Start updating views from the board's snapshots."""
         self._unsubscribe = self.registry.board.subscribe(self.on_snapshot)
 
-    def unregister(self) -> None:
-        """Stop showing views."""
-        self.shell.events.unregister("pre_run_cell", self.pre_run_cell)
-        self.shell.events.unregister("post_run_cell", self.post_run_cell)
+    def leave_board(self) -> None:
+        """Stop updating views."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None

@@ -1,5 +1,5 @@
 """Tags every cell's Spark jobs with the session bound to ``spark`` and the cell's
-execution count (see ``job_tags``), through IPython's pre/post_run_cell events.
+execution count (see ``job_tags``): the first step of a cell's life (``cell_lifecycle``).
 
 The events fire in the thread that runs the cell (the main shell or a subshell), which
 is the thread whose jobs must carry the tags.
@@ -28,7 +28,7 @@ COUNTED_BEFORE_PRE_RUN_CELL = tuple(IPython.version_info[:2]) >= (9, 8)
 
 
 class CellJobTagging:
-    """The pre/post_run_cell pair; register with ``register``, remove with ``unregister``."""
+    """The first step of a cell's life (``cell_lifecycle``)."""
 
     def __init__(self, shell: InteractiveShell, registry: SessionRegistry) -> None:
         self.shell = shell
@@ -36,16 +36,6 @@ class CellJobTagging:
         # Per thread: the running cell's count and source, and the (session,
         # count) whose tags it pushed, if any.
         self._pushed = threading.local()
-
-    def register(self) -> None:
-        """Start tagging cells."""
-        self.shell.events.register("pre_run_cell", self.pre_run_cell)
-        self.shell.events.register("post_run_cell", self.post_run_cell)
-
-    def unregister(self) -> None:
-        """Stop tagging cells."""
-        self.shell.events.unregister("pre_run_cell", self.pre_run_cell)
-        self.shell.events.unregister("post_run_cell", self.post_run_cell)
 
     def pre_run_cell(self, info: Any) -> None:
         """Tag the jobs of the cell about to run, if ``spark`` is a managed session."""

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 class CellInterrupts:
     """SIGINT handling for the cells of one shell (main thread only: signals are
-    delivered there; cells on subshells keep ipykernel's behaviour)."""
+    delivered there; cells on subshells keep ipykernel's behaviour): the second step
+    of a cell's life (``cell_lifecycle``)."""
 
     def __init__(
         self, shell: InteractiveShell, registry: SessionRegistry, errors: CancelledCellErrors
@@ -41,14 +42,6 @@ class CellInterrupts:
         self.errors = errors
         self._saved: Any = None
         self._waiting = False
-
-    def register(self) -> None:
-        self.shell.events.register("pre_run_cell", self.pre_run_cell)
-        self.shell.events.register("post_run_cell", self.post_run_cell)
-
-    def unregister(self) -> None:
-        self.shell.events.unregister("pre_run_cell", self.pre_run_cell)
-        self.shell.events.unregister("post_run_cell", self.post_run_cell)
 
     def pre_run_cell(self, info: Any) -> None:
         if not len(self.registry) or threading.current_thread() is not threading.main_thread():
@@ -68,7 +61,7 @@ class CellInterrupts:
         if self.registry.config.interrupt_cancels == "all":
             board.request_cancel(everything=True)
             raise KeyboardInterrupt
-        cell = job_tags.current_cell()
+        cell = self.registry.tagger.current_cell()
         if cell is None or self._waiting:
             raise KeyboardInterrupt
         board.request_interrupt(*cell)

@@ -27,8 +27,6 @@ from .snapshot import FINAL_STATES, GroupView, SessionView
 if TYPE_CHECKING:
     from .panel import BoardPanel
 
-_UNSET = object()
-
 
 def parse_conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
     """``["k=v", ...]`` -> ``{"k": "v"}``; ConfError for an entry that is not KEY=VALUE."""

@@ -38,6 +38,7 @@ from .errors import (
 )
 from .poller import BoardPoller
 from .snapshot import FileView, SessionView
+from .thread_tagger import ThreadJobTagger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -132,7 +133,7 @@ class SessionRegistry:
 
     def __init__(self, config: SparkSessionsConfig | None = None) -> None:
         self.config = config or SparkSessionsConfig()
-        self.tagger = job_tags.ThreadJobTagger()
+        self.tagger = ThreadJobTagger()
         self._lock = threading.RLock()
         self._context_lock = threading.Lock()
         self._sessions: dict[str, ManagedSession] = {}

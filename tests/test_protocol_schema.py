@@ -16,7 +16,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from jupyter_spark_sessions import protocol
+from jupyter_spark_sessions import cell_errors, protocol
 from jupyter_spark_sessions.artifacts import AddResult, Artifact
 from jupyter_spark_sessions.board import JobBoard
 from jupyter_spark_sessions.config import SparkSessionsConfig
@@ -203,6 +203,10 @@ def test_the_schema_is_valid_draft_2020_12_and_names_the_protocols_constants() -
     assert defs["ControlReplyType"]["const"] == protocol.CONTROL_REPLY
     assert defs["CommTarget"]["const"] == protocol.COMM_TARGET
     assert tuple(defs["AddKind"]["enum"]) == protocol.ADD_KINDS
+    assert tuple(defs["CancelSource"]["enum"]) == protocol.CANCEL_SOURCES
+    # Every source a request may name is told in the cancelled cell's one line, as are
+    # the kernel's own (a stop, an Interrupt), which no request names.
+    assert set(cell_errors.CANCEL_FROM) == {*protocol.CANCEL_SOURCES, "stop", "interrupt"}
 
 
 def test_each_request_in_the_schema_takes_the_fields_protocol_py_accepts() -> None:

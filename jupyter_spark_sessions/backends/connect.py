@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
-from ..job_tags import current_cell
 from . import api_flavour
 from .base import BackendKind, JobRef, OperationReport, OperationSink
 from .connect_endpoint import Endpoint, reachable, redact
 from .connect_tls import check_token_transport
+from .thread_cell import current_cell
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
