@@ -324,9 +324,11 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
     kernel.ok(f"%spark_session add_file r {tmp_path / 'lookup.csv'}")
     assert in_r(kernel, "spark.range(1).select(read_lookup('id')).first()[0]") == "lookup of r"
     where = f"sc://localhost:{server.port}"
+    # Bound before the kill: once the board's next poll finds the server gone, `use r`
+    # is refused (in one line, the way out included).
+    kernel.ok("%spark_session use r")
     server.kill()
 
-    kernel.ok("%spark_session use r")
     started = time.monotonic()
     down = kernel.execute("spark.range(3).count()")
     assert time.monotonic() - started < 30
