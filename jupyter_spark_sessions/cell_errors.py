@@ -15,8 +15,6 @@ Every other error keeps its traceback; ``%tb`` still shows the full one of these
 
 from __future__ import annotations
 
-import os
-import re
 import sys
 import traceback
 from types import TracebackType
@@ -25,33 +23,13 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from . import ipykernel_internals
+from .backends.spark_errors import cancellation_line, mixes_flavours
 from .errors import JobsCancelled, SessionLostError
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from .registry import SessionRegistry
-
-_MARKS = ("SPARK_JOB_CANCELLED", "OPERATION_CANCELED")
-
-
-def cancellation_line(error: BaseException) -> str | None:
-    """Spark's one line saying the job or operation was cancelled, if ``error`` is
-    (or was caused by) a cancellation; None for any other error."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        for line in str(current).splitlines():
-            line = line.strip()
-            if any(mark in line for mark in _MARKS):
-                start = min(line.find(mark) for mark in _MARKS if mark in line)
-                line = line[max(0, line.rfind("[", 0, start + 1)) :]
-                line = re.sub(r"\s+SQLSTATE: \w+\s*$", "", line)  # noise for a user
-                return " ".join(line.split())[:300]
-        current = current.__cause__ or current.__context__
-    return None
-
 
 #: What a cell sees when it hands a column or UDF of one PySpark flavour (classic or
 #: Spark Connect) to a session of the other: PySpark's own messages explain nothing.
@@ -60,19 +38,6 @@ MIXED_FLAVOURS = (
     "bound to one kind of session is used in the other kind. Make it in a cell bound to "
     "the session that runs it (`%%spark_session NAME`, or after `%spark_session use NAME`)."
 )
-
-
-def mixes_flavours(error: BaseException, filenames: list[str]) -> bool:
-    """True when ``error``, raised in PySpark's SQL code (``filenames`` of its
-    traceback), is how PySpark fails on an object of the other API flavour."""
-    if not any(f"{os.sep}pyspark{os.sep}sql{os.sep}" in name for name in filenames):
-        return False
-    text = str(error)
-    return (
-        (isinstance(error, TypeError) and text == "'Column' object is not callable")
-        or "[JVM_ATTRIBUTE_NOT_SUPPORTED] Attribute `sparkContext`" in text
-        or ("[NOT_EXPECTED_TYPE]" in text and text.rstrip(".").endswith("got Column"))
-    )
 
 
 #: How a cancelled cell names where the cancel came from (``JobBoard.request_cancel``).

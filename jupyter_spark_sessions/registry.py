@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import backends, job_tags
 from .archives import ArchiveLimits
 from .artifacts import AddResult, Artifact, SessionArtifacts
-from .backends import connect
 from .backends.base import SessionBackend
 from .backends.local_connect_server import ConnectEndpoints, LocalConnectServer
 from .backends.shared_context import SharedContext
@@ -254,13 +253,7 @@ class SessionRegistry:
             settings = {**self.config.session_defaults, **(conf or {})}
             backend: SessionBackend
             if remote is not None:
-                backend = connect.create(
-                    self.connect_endpoints.resolve(remote),
-                    name,
-                    settings,
-                    self.config.connect_retry_seconds,
-                    self.config.idle_poll_interval,
-                )
+                backend = self.connect_endpoints.create_session(remote, name, settings)
             else:
                 backend = self.context.create_session(name, settings, master)
             managed = self.register(name, backend, "created", isolated=True)
@@ -439,14 +432,7 @@ class SessionRegistry:
         old = managed.backend
         # --remote local: our server, or a new one if it died (on another port).
         assert managed.remote is not None  # a created Connect session
-        endpoint = self.connect_endpoints.resolve(managed.remote)
-        backend = connect.create(
-            endpoint,
-            name,
-            managed.settings,
-            self.config.connect_retry_seconds,
-            self.config.idle_poll_interval,
-        )
+        backend = self.connect_endpoints.create_session(managed.remote, name, managed.settings)
         try:
             managed.artifacts.register_again(backend.add_artifact)
         except BaseException:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_spark_sessions.cell_errors import cancellation_line
+from jupyter_spark_sessions.backends.spark_errors import cancellation_line
 
 JAVA = (
     "An error occurred while calling o71.collectToPython.\n"
@@ -30,7 +30,7 @@ def test_a_real_failure_is_not_a_cancellation() -> None:
 
 
 def test_pysparks_errors_for_the_other_flavour_are_recognised_in_its_own_code() -> None:
-    from jupyter_spark_sessions.cell_errors import mixes_flavours
+    from jupyter_spark_sessions.backends.spark_errors import mixes_flavours
 
     pyspark = ["/x/site-packages/pyspark/sql/connect/plan.py"]
     assert mixes_flavours(TypeError("'Column' object is not callable"), pyspark)

@@ -22,6 +22,7 @@ from ..errors import ConnectError
 from ..java_runtime import require_java
 from ..kernel_lifecycle import reap_when_it_exits
 from ..session_root import open_private
+from . import connect
 from .connect_endpoint import LOCAL, Endpoint, parse_remote, reachable
 from .local_master import local_master_defaults, local_master_env
 
@@ -188,8 +189,9 @@ def _last_line(path: Path) -> str:
 
 
 class ConnectEndpoints:
-    """Where ``--remote`` sessions go: the server a URL names, or for ``local`` the
-    server this kernel starts (on first use, and again if it died: on another port)."""
+    """Where ``--remote`` sessions go, and making them there: the server a URL names, or
+    for ``local`` the server this kernel starts (on first use, and again if it died: on
+    another port)."""
 
     def __init__(self, config: SparkSessionsConfig) -> None:
         self.config = config
@@ -214,6 +216,18 @@ class ConnectEndpoints:
             endpoint = server.start()
             self._local = server
             return endpoint
+
+    def create_session(
+        self, remote: str, name: str, settings: Mapping[str, str]
+    ) -> connect.ConnectBackend:
+        """A new Connect session ``name`` on the server ``--remote REMOTE`` names."""
+        return connect.create(
+            self.resolve(remote),
+            name,
+            settings,
+            self.config.connect_retry_seconds,
+            self.config.idle_poll_interval,
+        )
 
     @property
     def local_server(self) -> LocalConnectServer | None:

@@ -6,7 +6,7 @@
 import { el } from './dom';
 import { codeSpans } from './format';
 import { renderGroups } from './groupView';
-import { STATUS_LABELS } from './model';
+import { STATUS_LABELS } from './status';
 import { renderSession } from './sessionView';
 import { IViewContext } from './viewContext';
 

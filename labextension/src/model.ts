@@ -15,6 +15,7 @@ import type {
   Reply,
   Session
 } from './protocol';
+import { MESSAGES, type SidebarStatus } from './status';
 
 /** Groups sorted newest first (by submission time, then execution count). */
 export function newestFirst(groups: ReadonlyArray<Group>): Group[] {
@@ -28,31 +29,8 @@ export function newestFirst(groups: ReadonlyArray<Group>): Group[] {
   });
 }
 
-/** Where the sidebar stands with the current notebook's kernel. */
-export type SidebarStatus =
-  'no-kernel' | 'connecting' | 'not-loaded' | 'ready' | 'error';
-
 /** The state a group is displayed in: the kernel's, or the local overlay. */
 export type DisplayState = GroupState;
-
-/** How the header names each status. */
-export const STATUS_LABELS: Record<SidebarStatus, string> = {
-  'no-kernel': 'no kernel',
-  connecting: 'connecting',
-  'not-loaded': 'not loaded',
-  ready: 'connected',
-  error: 'error'
-};
-
-/** What the sidebar says instead of the sessions, per status. */
-export const MESSAGES = {
-  noKernel: 'Open a notebook to see its Spark sessions.',
-  connecting: 'Connecting to the kernel\u2026',
-  notLoaded:
-    'This kernel has not loaded jupyter_spark_sessions: run `%load_ext jupyter_spark_sessions`.',
-  noSessions: 'No sessions yet: run `%spark_session create NAME`.',
-  error: 'Could not read the Spark sessions of this kernel.'
-} as const;
 
 /** Called with the model after each change. */
 export type Listener = (model: SidebarModel) => void;

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 
-import { MESSAGES, SidebarModel, newestFirst } from '../src/model';
+import { SidebarModel, newestFirst } from '../src/model';
+import { MESSAGES } from '../src/status';
 import { board, group, session, tasks } from './fixtures';
 
 function readyModel(initial = board()): SidebarModel {

@@ -8,7 +8,7 @@ vi.mock('@jupyterlab/ui-components', () => ({
   }
 }));
 
-import { MESSAGES } from '../src/model';
+import { MESSAGES } from '../src/status';
 import { SIDEBAR_ID, SparkSessionsSidebar } from '../src/sidebar';
 import { FakeKernel, FakePanel, FakeTracker, PLAIN_KERNEL_INFO } from './fakes';
 import { board, group, job, session, tasks } from './fixtures';

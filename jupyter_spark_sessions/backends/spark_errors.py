@@ -1,0 +1,42 @@
+"""How Spark's own errors say what happened, read from their text (PySpark gives no
+structured form for these): a cancelled job or operation, and an object of the other
+PySpark API flavour (classic or Spark Connect) handed to a session. The cell's one-line
+errors (``cell_errors``) are built on these."""
+
+from __future__ import annotations
+
+import os
+import re
+
+_MARKS = ("SPARK_JOB_CANCELLED", "OPERATION_CANCELED")
+
+
+def cancellation_line(error: BaseException) -> str | None:
+    """Spark's one line saying the job or operation was cancelled, if ``error`` is
+    (or was caused by) a cancellation; None for any other error."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for line in str(current).splitlines():
+            line = line.strip()
+            if any(mark in line for mark in _MARKS):
+                start = min(line.find(mark) for mark in _MARKS if mark in line)
+                line = line[max(0, line.rfind("[", 0, start + 1)) :]
+                line = re.sub(r"\s+SQLSTATE: \w+\s*$", "", line)  # noise for a user
+                return " ".join(line.split())[:300]
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def mixes_flavours(error: BaseException, filenames: list[str]) -> bool:
+    """True when ``error``, raised in PySpark's SQL code (``filenames`` of its
+    traceback), is how PySpark fails on an object of the other API flavour."""
+    if not any(f"{os.sep}pyspark{os.sep}sql{os.sep}" in name for name in filenames):
+        return False
+    text = str(error)
+    return (
+        (isinstance(error, TypeError) and text == "'Column' object is not callable")
+        or "[JVM_ATTRIBUTE_NOT_SUPPORTED] Attribute `sparkContext`" in text
+        or ("[NOT_EXPECTED_TYPE]" in text and text.rstrip(".").endswith("got Column"))
+    )
