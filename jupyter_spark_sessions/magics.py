@@ -417,6 +417,8 @@ class SparkSessionMagics(Magics):
         ]
         if info.disconnected:
             fields.append(("state", info.disconnected))
+        else:
+            fields.append(("scheduling", self.registry.get(args.name).backend.scheduling()))
         print("\n".join(f"{k:<13} {v}" for k, v in fields))
 
     def _cmd_progress(self, args: argparse.Namespace) -> None:

@@ -47,6 +47,9 @@ class FakeBackend:
     def location(self) -> str:
         return self.where()
 
+    def scheduling(self) -> str:
+        return "FIFO"
+
     def require_usable(self, name: str) -> None:
         self.calls.append(("require_usable", name))
 

@@ -485,7 +485,7 @@ def test_the_ui_does_not_kill_jobs(private: Kernel) -> None:
 # -- the user's settings win ------------------------------------------------------------------
 
 
-def test_context_conf_wins_over_the_loopback_and_kill_defaults(
+def test_context_conf_wins_over_the_loopback_kill_and_scheduling_defaults(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     kernel = start_kernel(
@@ -493,10 +493,13 @@ def test_context_conf_wins_over_the_loopback_and_kill_defaults(
         "c.SparkSessionsConfig.default_master = 'local[2]'\n"
         "c.SparkSessionsConfig.context_conf = {"
         f"'spark.ui.port': '{free_port()}', 'spark.ui.killEnabled': 'true', "
-        "'spark.driver.bindAddress': '0.0.0.0'}\n",
+        "'spark.driver.bindAddress': '0.0.0.0', 'spark.scheduler.mode': 'FIFO'}\n",
     )
     try:
         kernel.ok("%spark_session create a")
+        # The user's FIFO wins over the per-session pools, and info says so.
+        info = kernel.ok("%spark_session info a").stdout
+        assert "scheduling    FIFO: one queue for every session's jobs" in info, info
         rpc_port = int(context_conf(kernel, "spark.driver.port"))
         listening = {port: address for address, port in jvm_listening(kernel)}
         assert not is_loopback(listening[rpc_port])  # every interface, as asked

@@ -23,6 +23,7 @@ from jupyter_spark_sessions.backends import (
     driver,
     driver_jar,
     job_feed,
+    scheduler_pools,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,6 +131,45 @@ def test_owned_context_defaults_are_applied(root: Any) -> None:
     conf = root.sparkContext.getConf()
     for key, value in context_start.OWNED_CONTEXT_DEFAULTS.items():
         assert conf.get(key) == value, key
+
+
+def test_a_sessions_sql_jobs_run_in_its_pool_whatever_the_threads_pool(root: Any) -> None:
+    """scheduler_pools: a pool made with its weight, and a session's pool setting
+    carried to its SQL jobs (Spark's withSQLConfPropagated), not the thread's."""
+    import threading
+
+    from pyspark import InheritableThread
+    from pyspark.sql.functions import udf
+
+    sc = root.sparkContext
+    assert scheduler_pools.mode(sc) == "FAIR"  # OWNED_CONTEXT_DEFAULTS
+    scheduler_pools.ensure_pool(sc, "probe-b", weight=3, min_share=1)
+    scheduler_pools.ensure_pool(sc, "probe-b", weight=5)  # already there: kept as made
+    assert scheduler_pools.pool_weights(sc, "probe-b") == (3, 1)
+    assert scheduler_pools.pool_weights(sc, "no-such-pool") is None
+    b = classic.new_isolated_session(root, {scheduler_pools.POOL: "probe-b"})
+    started = threading.Event()
+
+    @udf("long")
+    def slow(x: int) -> int:
+        time.sleep(3)
+        return x
+
+    def run() -> None:
+        sc.setLocalProperty(scheduler_pools.POOL, "probe-thread")  # the thread's own
+        started.set()
+        b.range(0, 2, 1, 2).select(slow("id")).collect()
+
+    thread = InheritableThread(target=run)
+    thread.start()
+    started.wait(10)
+    pools = sc._jsc.sc().taskScheduler().rootPool()
+    deadline = time.monotonic() + 30
+    while not pools.getSchedulableByName("probe-b").runningTasks():
+        assert time.monotonic() < deadline, "b's tasks never ran in its pool"
+        time.sleep(0.05)
+    assert pools.getSchedulableByName("probe-thread") is None  # never used
+    thread.join(60)
 
 
 def test_job_status_reader_reads_jobs_stages_and_counts_in_one_round_trip(root: Any) -> None:

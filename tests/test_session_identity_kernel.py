@@ -429,6 +429,32 @@ def test_cancel_a_group_spares_the_other_sessions_job_of_the_same_cell(kernel: K
 
 
 @classic_only
+def test_a_small_job_of_b_is_not_kept_waiting_by_as_big_job(kernel: Kernel) -> None:
+    """Each session runs its jobs in its own scheduler pool, FAIR between pools: while
+    a's job of many one-second tasks holds every slot, b's small job (run through a
+    variable holding b, from a cell bound to a) gets slots as a's tasks end, not after
+    all of them (FIFO: a minute)."""
+    info = kernel.ok("%spark_session info b").stdout
+    assert "scheduling    FAIR, in its own pool 'b' (weight 1, min share 0)" in info, info
+    kernel.ok("_t = time.monotonic()\n_alone = [_slow_sum(b_s, 4, 4), time.monotonic() - _t]")
+    total, alone = kernel.value("_alone")
+    assert total == 6
+    kernel.ok("_start('big', lambda: _slow_sum(a_s, 120, 120))")
+    deadline = time.monotonic() + 60
+    # Both slots held by a: every active stage is a's, with its tasks running.
+    tracker = "_sc.statusTracker()"
+    held = f"sum({tracker}.getStageInfo(s).numActiveTasks for s in {tracker}.getActiveStageIds())"
+    while kernel.value(held) < 2:
+        assert time.monotonic() < deadline, "a's big job never held both slots"
+        time.sleep(0.2)
+    kernel.ok("_t = time.monotonic()\n_beside = [_slow_sum(b_s, 4, 4), time.monotonic() - _t]")
+    total, beside = kernel.value("_beside")
+    assert total == 6
+    assert kernel.value("_threads['big'].is_alive()"), "b's job waited for a's whole job"
+    assert beside < 3 * alone, f"b's job took {beside:.1f} s beside a's, {alone:.1f} s alone"
+
+
+@classic_only
 def test_a_thread_of_a_b_cell_using_the_global_spark_runs_in_a(kernel: Kernel) -> None:
     """The thread inherits the ``%%spark_session b`` cell's tags but reads ``spark`` when
     the cell is over: its job runs in session a, and the board and cancel say so."""

@@ -79,6 +79,10 @@ class SessionBackend(Protocol):
         """The master URL, or the Connect server's address (never a token)."""
         ...
 
+    def scheduling(self) -> str:
+        """How the session's jobs share the task slots with other sessions' (``info``)."""
+        ...
+
     def location(self) -> str:
         """Where the session runs, as a sentence names it ("local[2]", "Spark Connect
         sc://host:port")."""

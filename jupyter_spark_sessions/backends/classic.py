@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
 from ..job_tags import session_tag
-from . import api_flavour, call_site, cell_scope
+from . import api_flavour, call_site, cell_scope, scheduler_pools
 from .base import BackendKind, JobRef, OperationSink
 from .driver import (
     context_is_stopped,
@@ -244,6 +244,16 @@ class ClassicBackend:
 
     def where(self) -> str:
         return str(self.sc.master)  # a Python attribute: no JVM round trip
+
+    def scheduling(self) -> str:
+        sc = self.sc
+        if scheduler_pools.mode(sc) != "FAIR":
+            return "FIFO: one queue for every session's jobs (spark.scheduler.mode)"
+        pool = self.session.conf.get(scheduler_pools.POOL, None)
+        shares = scheduler_pools.pool_weights(sc, pool) if pool else None
+        if pool is None or shares is None:
+            return "FAIR, in the default pool"
+        return f"FAIR, in its own pool '{pool}' (weight {shares[0]}, min share {shares[1]})"
 
     def location(self) -> str:
         return self.where()

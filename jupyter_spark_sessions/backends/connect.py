@@ -356,6 +356,9 @@ class ConnectBackend:
     def where(self) -> str:
         return self.endpoint.display
 
+    def scheduling(self) -> str:
+        return "set by the Spark Connect server"
+
     def location(self) -> str:
         return f"Spark Connect {self.where()}"
 

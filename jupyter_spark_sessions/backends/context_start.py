@@ -144,6 +144,10 @@ OWNED_CONTEXT_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     # Anyone who reaches the UI could kill any session's jobs; cancel is this project's.
     "spark.ui.killEnabled": "false",
+    # Sessions share the task slots: each runs its jobs in its own pool
+    # (scheduler_pools), and FAIR scheduling between pools keeps one session's big job
+    # from holding every slot until it ends (FIFO's one queue).
+    "spark.scheduler.mode": "FAIR",
 }
 
 

@@ -16,7 +16,7 @@ from ..config import SparkSessionsConfig
 from ..errors import ContextStoppedError, MasterMismatchError
 from ..java_runtime import require_java
 from ..kernel_lifecycle import reap_when_it_exits
-from . import classic, context_start, driver
+from . import classic, context_start, driver, scheduler_pools
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -55,8 +55,20 @@ class SharedContext:
         self, name: str, settings: Mapping[str, str], master: str | None = None
     ) -> classic.ClassicBackend:
         """A new isolated session ``name`` on the running context, started on ``master``
-        (default: the configured one, or the previous one's) when none runs."""
-        return classic.create(self._root_session(master), name, settings)
+        (default: the configured one, or the previous one's) when none runs. On a
+        context this project started in FAIR mode (its default), the session runs its
+        jobs in a scheduler pool of its own, named after it, unless ``settings`` name
+        one."""
+        root = self._root_session(master)
+        sc = root.sparkContext
+        if (
+            self.owned
+            and scheduler_pools.mode(sc) == "FAIR"
+            and scheduler_pools.POOL not in settings
+        ):
+            scheduler_pools.ensure_pool(sc, name)
+            settings = {**settings, scheduler_pools.POOL: name}
+        return classic.create(root, name, settings)
 
     def _root_session(self, master: str | None) -> SparkSession:
         with self._lock:

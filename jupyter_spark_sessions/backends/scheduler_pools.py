@@ -1,0 +1,42 @@
+"""One Spark scheduler pool per session, so that one session's big job does not keep
+another's jobs waiting for every slot (Spark's FIFO queue) on a context this project
+started (FAIR scheduling between pools; FIFO inside each).
+
+A session's SQL jobs reach its pool from any thread: Spark copies a session's
+``spark.*`` settings into the local properties of each job it runs
+(``SQLExecution.withSQLConfPropagated``), ``spark.scheduler.pool`` included. A pool is
+made before the session's first job, with its weight and minimum share (Spark would
+make an unknown pool on first use, with weight 1 and a WARN line in the cell): through
+the task scheduler's root pool, a private API (``tests/test_private_apis.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+
+MODE = "spark.scheduler.mode"
+POOL = "spark.scheduler.pool"
+
+
+def mode(sc: SparkContext) -> str:
+    """The context's scheduling mode between jobs: "FAIR" or "FIFO" (Spark's default)."""
+    return str(sc.getConf().get(MODE, "FIFO")).upper()
+
+
+def ensure_pool(sc: SparkContext, name: str, weight: int = 1, min_share: int = 0) -> None:
+    """Make the pool ``name`` (FIFO inside) unless the context has one of that name."""
+    root = sc._jsc.sc().taskScheduler().rootPool()  # private
+    if root.getSchedulableByName(name) is not None:
+        return
+    jvm: Any = sc._jvm
+    fifo = jvm.org.apache.spark.scheduler.SchedulingMode.FIFO()
+    root.addSchedulable(jvm.org.apache.spark.scheduler.Pool(name, fifo, min_share, weight))
+
+
+def pool_weights(sc: SparkContext, name: str) -> tuple[int, int] | None:
+    """(weight, minimum share) of the pool ``name``; None when there is none."""
+    pool = sc._jsc.sc().taskScheduler().rootPool().getSchedulableByName(name)  # private
+    return None if pool is None else (int(pool.weight()), int(pool.minShare()))
