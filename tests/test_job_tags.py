@@ -40,7 +40,7 @@ class RecordingContext:
 @pytest.fixture(autouse=True)
 def recorded_cell_scope(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        classic.cell_scope, "enter", lambda sc, tags, jsession, state: sc.enter(tags)
+        classic.cell_scope, "enter", lambda sc, tags, jsession, state, pool: sc.enter(tags)
     )
     monkeypatch.setattr(classic.cell_scope, "exit", lambda sc: sc.exit())
     # The recording context has no py4j gateway: count it as reachable.

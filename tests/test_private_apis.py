@@ -424,7 +424,7 @@ def test_cell_scope_sets_a_cells_state_in_one_round_trip_and_restores_it(root: A
     sc.addJobTag("users-own")
     active_before = jclass.getActiveSession()
     with py4j_commands(sc) as sent:
-        cell_scope.enter(sc, ("jss:x", "jss:x:1"), session._jsparkSession, None)
+        cell_scope.enter(sc, ("jss:x", "jss:x:1"), session._jsparkSession, None, "pool-x")
         entered = len(sent)
         cell_scope.enter(sc, ("jss:y", "jss:y:2"), root._jsparkSession, None)  # nested
         cell_scope.exit(sc)
@@ -432,11 +432,13 @@ def test_cell_scope_sets_a_cells_state_in_one_round_trip_and_restores_it(root: A
     assert len(sent) == 3, sent
     assert set(sc.getJobTags()) == {"users-own", "jss:x", "jss:x:1"}
     assert sc.getLocalProperty("spark.job.interruptOnCancel") == "true"
+    assert sc.getLocalProperty("spark.scheduler.pool") == "pool-x"  # the nested one kept it
     active = jclass.getActiveSession()
     assert active.isDefined() and active.get().equals(session._jsparkSession)
     cell_scope.exit(sc)
     assert set(sc.getJobTags()) == {"users-own"}
     assert sc.getLocalProperty("spark.job.interruptOnCancel") == "false"
+    assert sc.getLocalProperty("spark.scheduler.pool") is None
     assert jclass.getActiveSession().equals(active_before)
     cell_scope.exit(sc)  # an extra exit changes nothing
     assert set(sc.getJobTags()) == {"users-own"}

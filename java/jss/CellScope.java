@@ -7,8 +7,8 @@ import java.util.ArrayDeque;
 /**
  * What a cell bound to a classic session changes on its thread, in one py4j call at
  * its start ({@link #enter}) and one at its end ({@link #exit}): the cell's job tags,
- * interrupt-on-cancel, the session's artifact state for RDD jobs, Spark's active
- * session. The same changes made one py4j call each cost about 15 round trips a cell.
+ * interrupt-on-cancel, the session's artifact state and scheduler pool for RDD jobs,
+ * Spark's active session. The same changes made one py4j call each cost about 15 round trips a cell.
  *
  * <p>Loaded by jupyter_spark_sessions/backends/cell_scope.py into its own class loader
  * on the driver, so it needs nothing on Spark's class path. Spark's members are found by
@@ -18,19 +18,24 @@ import java.util.ArrayDeque;
  */
 public final class CellScope {
     private static final String INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel";
+    private static final String SCHEDULER_POOL = "spark.scheduler.pool";
 
     /** What {@link #enter} changed on one thread, to undo it. */
     private static final class Saved {
         final String[] tags;
         final String interruptBefore;
+        final boolean poolSet;
+        final String poolBefore;
         final boolean stateSet;
         final Object stateBefore;
         final Object activeBefore;
 
-        Saved(String[] tags, String interruptBefore, boolean stateSet, Object stateBefore,
-                Object activeBefore) {
+        Saved(String[] tags, String interruptBefore, boolean poolSet, String poolBefore,
+                boolean stateSet, Object stateBefore, Object activeBefore) {
             this.tags = tags;
             this.interruptBefore = interruptBefore;
+            this.poolSet = poolSet;
+            this.poolBefore = poolBefore;
             this.stateSet = stateSet;
             this.stateBefore = stateBefore;
             this.activeBefore = activeBefore;
@@ -91,20 +96,25 @@ public final class CellScope {
     /**
      * Start a cell on the current thread: add {@code tags} (comma-separated: Spark tags
      * hold no comma), interrupt tasks on cancel, run RDD jobs in {@code artifactState}
-     * (a {@code JobArtifactState}; null: leave it), make {@code session} active.
+     * (a {@code JobArtifactState}; null: leave it) and in scheduler {@code pool} (null:
+     * leave it), make {@code session} active.
      */
-    public void enter(String tags, Object session, Object artifactState)
+    public void enter(String tags, Object session, Object artifactState, String pool)
             throws ReflectiveOperationException {
         String[] added = tags.isEmpty() ? new String[0] : tags.split(",");
         String interruptBefore = (String) getLocalProperty.invoke(sparkContext, INTERRUPT_ON_CANCEL);
+        String poolBefore = pool != null ? (String) getLocalProperty.invoke(sparkContext, SCHEDULER_POOL) : null;
         Object stateBefore = artifactState != null ? artifactStates.get() : null;
         Object activeBefore = getActiveSession.invoke(null);
-        saved.get().push(
-                new Saved(added, interruptBefore, artifactState != null, stateBefore, activeBefore));
+        saved.get().push(new Saved(added, interruptBefore, pool != null, poolBefore,
+                artifactState != null, stateBefore, activeBefore));
         for (String tag : added) {
             addJobTag.invoke(sparkContext, tag);
         }
         setLocalProperty.invoke(sparkContext, INTERRUPT_ON_CANCEL, "true");
+        if (pool != null) {
+            setLocalProperty.invoke(sparkContext, SCHEDULER_POOL, pool);
+        }
         if (artifactState != null) {
             artifactStates.set(optionApply.invoke(null, artifactState));
         }
@@ -121,6 +131,9 @@ public final class CellScope {
             removeJobTag.invoke(sparkContext, tag);
         }
         setLocalProperty.invoke(sparkContext, INTERRUPT_ON_CANCEL, last.interruptBefore);
+        if (last.poolSet) {
+            setLocalProperty.invoke(sparkContext, SCHEDULER_POOL, last.poolBefore);
+        }
         if (last.stateSet) {
             artifactStates.set(last.stateBefore);
         }

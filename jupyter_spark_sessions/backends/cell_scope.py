@@ -25,11 +25,13 @@ def scope_of(sc: SparkContext) -> Any:
     return driver_jar.instance(sc, CLASS_NAME)
 
 
-def enter(sc: SparkContext, tags: tuple[str, ...], jsession: Any, state: Any) -> None:
+def enter(
+    sc: SparkContext, tags: tuple[str, ...], jsession: Any, state: Any, pool: str | None = None
+) -> None:
     """Start a cell on this thread: ``tags`` on its jobs, tasks interrupted on cancel,
-    RDD jobs in artifact ``state`` (None: left alone), ``jsession`` Spark's active
-    session. One round trip."""
-    scope_of(sc).enter(",".join(tags), jsession, state)
+    RDD jobs in artifact ``state`` and scheduler ``pool`` (None: left alone), ``jsession``
+    Spark's active session. One round trip."""
+    scope_of(sc).enter(",".join(tags), jsession, state, pool)
 
 
 def exit(sc: SparkContext) -> None:

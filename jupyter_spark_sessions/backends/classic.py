@@ -222,7 +222,9 @@ class ClassicBackend:
     kind: BackendKind = "classic"
     on_shared_context = True
 
-    def __init__(self, session: SparkSession, name: str, isolated: bool) -> None:
+    def __init__(
+        self, session: SparkSession, name: str, isolated: bool, pool: str | None = None
+    ) -> None:
         self.name = name
         self.session = session
         quiet_accumulator_server(session.sparkContext)
@@ -235,6 +237,9 @@ class ClassicBackend:
         # What a cell's RDD jobs run in: the session's JVM artifact state (its files, as
         # for its queries). Fixed for the session's life: read once.
         self._artifact_state = artifact_state(session) if isolated else None
+        #: The scheduler pool its cells' RDD jobs run in (its SQL jobs: through its
+        #: settings); None: the thread's.
+        self.pool = pool
         self._ui_url: tuple[SparkContext, str] | None = None
 
     @property
@@ -313,7 +318,7 @@ class ClassicBackend:
         # In the JVM, one round trip: tags, interrupt on cancel (without it, cancelling
         # an RDD job leaves its tasks running), the session's artifact state for RDD
         # jobs, Spark's active session of the thread.
-        cell_scope.enter(sc, tags, self.session._jsparkSession, self._thread_state())
+        cell_scope.enter(sc, tags, self.session._jsparkSession, self._thread_state(), self.pool)
         applied.tags_set = True
         # In PySpark (one per process), what getActiveSession() returns.
         applied.python_active_before = SparkSession._activeSession  # private
@@ -360,7 +365,8 @@ class ClassicBackend:
 def create(root: SparkSession, name: str, conf: Mapping[str, str]) -> ClassicBackend:
     """A new isolated session ``name`` on ``root``'s context (``new_isolated_session``)."""
     with api_flavour.classic():
-        return ClassicBackend(new_isolated_session(root, conf), name, isolated=True)
+        session = new_isolated_session(root, conf)
+        return ClassicBackend(session, name, isolated=True, pool=conf.get(scheduler_pools.POOL))
 
 
 def check_adoptable(obj: object, what: str) -> None:
