@@ -52,6 +52,7 @@ def on(sc: RecordingContext) -> ClassicBackend:
     backend = ClassicBackend.__new__(ClassicBackend)  # its __init__ reads the JVM
     backend.session = SimpleNamespace(sparkContext=sc, _jsparkSession=None)
     backend._artifact_state = None
+    backend.pool = None
     return backend
 
 
