@@ -452,6 +452,19 @@ def test_a_small_job_of_b_is_not_kept_waiting_by_as_big_job(kernel: Kernel) -> N
     assert total == 6
     assert kernel.value("_threads['big'].is_alive()"), "b's job waited for a's whole job"
     assert beside < 3 * alone, f"b's job took {beside:.1f} s beside a's, {alone:.1f} s alone"
+    # An RDD job, which Spark gives no session, runs in the pool of the session its cell
+    # is bound to (its thread inherits the cell's).
+    kernel.ok(
+        "%%spark_session b\n"
+        "_start('rdd_b', lambda s=spark: s.sparkContext.parallelize(range(4), 4)"
+        ".map(lambda x: time.sleep(1) or x).sum())"
+    )
+    pool_b = "_sc._jsc.sc().taskScheduler().rootPool().getSchedulableByName('b')"
+    while not kernel.value(f"{pool_b}.runningTasks()"):
+        assert kernel.value("_threads['rdd_b'].is_alive()"), "b's RDD job ran outside pool b"
+        time.sleep(0.1)
+    assert kernel.value("_join('rdd_b')") == 6
+    assert kernel.value("_threads['big'].is_alive()"), "b's RDD job waited for a's whole job"
 
 
 @classic_only
