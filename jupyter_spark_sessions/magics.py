@@ -18,6 +18,7 @@ from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 
 from . import protocol, spark_ui
 from .artifacts import AddResult
+from .backends.scheduler_pools import PoolShare
 from .cell_tagging import CellJobTagging
 from .errors import ConfError, SparkSessionsError
 from .registry import SessionRegistry
@@ -26,6 +27,23 @@ from .snapshot import FINAL_STATES, GroupView, SessionView
 
 if TYPE_CHECKING:
     from .panel import BoardPanel
+
+
+def _counting(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``minimum`` up."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {minimum}, not {text!r}"
+            )
+        return value
+
+    return parse
 
 
 def parse_conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
@@ -103,6 +121,20 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
         metavar="URL",
         help="Master of the SparkContext to start (default: the configured "
         "SparkSessionsConfig.default_master); only when no context runs yet.",
+    )
+    create.add_argument(
+        "--weight",
+        type=_counting(1),
+        metavar="N",
+        help="Its share of the task slots against other sessions' (its scheduler pool's "
+        "weight; default 1): with 3, it gets three times the slots of a session with 1 "
+        "while both have work.",
+    )
+    create.add_argument(
+        "--min-share",
+        type=_counting(0),
+        metavar="N",
+        help="Task slots it gets first while it has work (its pool's minShare; default 0).",
     )
     create.add_argument(
         "--remote",
@@ -362,7 +394,12 @@ class SparkSessionMagics(Magics):
 
     def _cmd_create(self, args: argparse.Namespace) -> None:
         conf = parse_conf_pairs(args.conf)
-        managed = self.registry.create(args.name, conf=conf, master=args.master, remote=args.remote)
+        share = None
+        if args.weight is not None or args.min_share is not None:
+            share = PoolShare(args.weight or 1, args.min_share or 0)
+        managed = self.registry.create(
+            args.name, conf=conf, master=args.master, remote=args.remote, share=share
+        )
         print(
             f"Created session '{managed.name}' on {managed.backend.location()} "
             f"(bind it with `%spark_session use {managed.name}`)."

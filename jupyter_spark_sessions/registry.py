@@ -25,11 +25,13 @@ from .archives import ArchiveLimits
 from .artifacts import AddResult, Artifact, SessionArtifacts
 from .backends.base import SessionBackend
 from .backends.local_connect_server import ConnectEndpoints, LocalConnectServer
+from .backends.scheduler_pools import PoolShare
 from .backends.shared_context import SharedContext
 from .board import JobBoard
 from .config import SparkSessionsConfig
 from .errors import (
     ArtifactError,
+    ConfError,
     ConnectError,
     NotASparkSessionError,
     SessionNameError,
@@ -76,6 +78,8 @@ class ManagedSession:
     #: settings, and for a Connect session the ``--remote`` it was created with.
     settings: Mapping[str, str] = field(default_factory=dict)
     remote: str | None = None
+    #: Its share of the task slots (its own scheduler pool's weights), when it has one.
+    share: PoolShare | None = None
 
     @property
     def session(self) -> Any:
@@ -239,15 +243,22 @@ class SessionRegistry:
         conf: Mapping[str, str] | None = None,
         master: str | None = None,
         remote: str | None = None,
+        share: PoolShare | None = None,
     ) -> ManagedSession:
         """Create an isolated session ``name``: on the shared SparkContext, started on
-        ``master`` (default: the configured one) when none runs; or, with ``remote``
-        (``sc://host:port`` or ``local``), a Spark Connect session."""
+        ``master`` (default: the configured one) when none runs, in a scheduler pool of
+        its own with ``share`` (see ``SharedContext.create_session``); or, with
+        ``remote`` (``sc://host:port`` or ``local``), a Spark Connect session."""
         check_session_name(name)
         if remote is not None and master is not None:
             raise ConnectError(
                 "--master and --remote do not go together: a Connect server has its own "
                 "master (for --remote local, set SparkSessionsConfig.connect_master)."
+            )
+        if remote is not None and share is not None:
+            raise ConfError(
+                "--weight and --min-share shape a scheduler pool, which a Spark Connect "
+                "client cannot choose (the server's own settings apply)."
             )
         with self._reserve(name):
             settings = {**self.config.session_defaults, **(conf or {})}
@@ -255,9 +266,9 @@ class SessionRegistry:
             if remote is not None:
                 backend = self.connect_endpoints.create_session(remote, name, settings)
             else:
-                backend = self.context.create_session(name, settings, master)
+                backend = self.context.create_session(name, settings, master, share)
             managed = self.register(name, backend, "created", isolated=True)
-            managed.settings, managed.remote = settings, remote
+            managed.settings, managed.remote, managed.share = settings, remote, share
             return managed
 
     def adopt(self, name: str, session: object, what: str | None = None) -> ManagedSession:
@@ -403,7 +414,9 @@ class SessionRegistry:
                 self._unregister(managed)
                 dropped.append(managed.name)
                 continue
-            backend = self.context.create_session(managed.name, managed.settings)
+            backend = self.context.create_session(
+                managed.name, managed.settings, share=managed.share
+            )
             backend.watch(self.board.operation_sink(managed.name))
             managed.backend = backend
             try:

@@ -170,6 +170,16 @@ def test_cell_magic_tags_jobs_with_its_own_session(sessions: Kernel) -> None:
         ("%spark_session adopt c not_defined", "No variable named 'not_defined'"),
         ("%spark_session adopt c some_int", "'some_int' is a builtins.int, not a SparkSession"),
         ("%spark_session adopt c some_session", "already registered as 'a'"),
+        ("%spark_session create c --weight 0", "--weight: expected a whole number from 1, not '0'"),
+        (
+            "%spark_session create c --min-share x",
+            "--min-share: expected a whole number from 0, not 'x'",
+        ),
+        ("%spark_session create c --remote local --weight 2", "a Spark Connect client cannot"),
+        (
+            "%spark_session create c --conf spark.scheduler.pool=mine --weight 2",
+            "--conf spark.scheduler.pool puts it in yours",
+        ),
     ],
 )
 def test_user_mistakes_are_one_line_and_change_nothing(
@@ -182,6 +192,23 @@ def test_user_mistakes_are_one_line_and_change_nothing(
     assert expected in result.usage_error, result.stderr
     assert result.stderr.strip().count("\n") == 0, "one line, no traceback"
     assert registry_state(sessions) == before
+
+
+def test_a_sessions_share_of_the_slots_is_its_pools_and_fixed_when_made(
+    sessions: Kernel,
+) -> None:
+    sessions.ok("%spark_session create heavy --weight 3 --min-share 1")
+    info = sessions.ok("%spark_session info heavy").stdout
+    assert "scheduling    FAIR, in its own pool 'heavy' (weight 3, min share 1)" in info
+    pools = f"{REGISTRY}.session('heavy').sparkContext._jsc.sc().taskScheduler().rootPool()"
+    assert sessions.value(f"{pools}.getSchedulableByName('heavy').weight()") == 3
+    sessions.ok("%spark_session stop heavy")
+    # Spark fixes a pool's shares: the same name with others is refused, in one line.
+    again = sessions.execute("%spark_session create heavy --weight 2")
+    assert "was made on this context with weight 3 and min share 1" in again.usage_error
+    assert "heavy" not in sessions.value(f"{REGISTRY}.names()")
+    sessions.ok("%spark_session create heavy --weight 3 --min-share 1")  # the same: fine
+    sessions.ok("%spark_session stop heavy")
 
 
 def test_help_shows_every_subcommand(sessions: Kernel) -> None:

@@ -12,6 +12,7 @@ the task scheduler's root pool, a private API (``tests/test_private_apis.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,6 +20,15 @@ if TYPE_CHECKING:
 
 MODE = "spark.scheduler.mode"
 POOL = "spark.scheduler.pool"
+
+
+@dataclass(frozen=True)
+class PoolShare:
+    """A session's share of the task slots against other sessions' (Spark's pool
+    ``weight`` and ``minShare``), fixed when its pool is made."""
+
+    weight: int = 1
+    min_share: int = 0
 
 
 def mode(sc: SparkContext) -> str:

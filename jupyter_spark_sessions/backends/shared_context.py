@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..config import SparkSessionsConfig
-from ..errors import ContextStoppedError, MasterMismatchError
+from ..errors import ConfError, ContextStoppedError, MasterMismatchError
 from ..java_runtime import require_java
 from ..kernel_lifecycle import reap_when_it_exits
 from . import classic, context_start, driver, scheduler_pools
@@ -52,23 +52,62 @@ class SharedContext:
         return sc is not None and not driver.context_is_stopped(sc)
 
     def create_session(
-        self, name: str, settings: Mapping[str, str], master: str | None = None
+        self,
+        name: str,
+        settings: Mapping[str, str],
+        master: str | None = None,
+        share: scheduler_pools.PoolShare | None = None,
     ) -> classic.ClassicBackend:
         """A new isolated session ``name`` on the running context, started on ``master``
         (default: the configured one, or the previous one's) when none runs. On a
         context this project started in FAIR mode (its default), the session runs its
-        jobs in a scheduler pool of its own, named after it, unless ``settings`` name
-        one."""
+        jobs in a scheduler pool of its own, named after it, with ``share``, unless
+        ``settings`` name a pool; ConfError when ``share`` cannot apply."""
         root = self._root_session(master)
         sc = root.sparkContext
-        if (
-            self.owned
-            and scheduler_pools.mode(sc) == "FAIR"
-            and scheduler_pools.POOL not in settings
-        ):
-            scheduler_pools.ensure_pool(sc, name)
-            settings = {**settings, scheduler_pools.POOL: name}
-        return classic.create(root, name, settings)
+        share = share or scheduler_pools.PoolShare()
+        pool = self._own_pool(name, settings, sc, share)
+        if pool is not None:
+            settings = {**settings, scheduler_pools.POOL: pool}
+        backend = classic.create(root, name, settings)  # refuses bad settings first
+        if pool is not None:
+            scheduler_pools.ensure_pool(sc, pool, share.weight, share.min_share)
+        return backend
+
+    def _own_pool(
+        self,
+        name: str,
+        settings: Mapping[str, str],
+        sc: SparkContext,
+        share: scheduler_pools.PoolShare,
+    ) -> str | None:
+        asked = share != scheduler_pools.PoolShare()
+        if scheduler_pools.POOL in settings:
+            if asked:
+                raise ConfError(
+                    "--weight and --min-share shape the session's own pool; --conf "
+                    "spark.scheduler.pool puts it in yours, whose shares are your "
+                    "allocation file's."
+                )
+            return None
+        if not self.owned or scheduler_pools.mode(sc) != "FAIR":
+            if asked:
+                why = (
+                    "this SparkContext schedules FIFO (spark.scheduler.mode)"
+                    if self.owned
+                    else "the running SparkContext was not started by jupyter_spark_sessions, "
+                    "which keeps its scheduling as it is"
+                )
+                raise ConfError(f"--weight and --min-share need FAIR scheduling: {why}.")
+            return None
+        made = scheduler_pools.pool_weights(sc, name)
+        if made is not None and made != (share.weight, share.min_share):
+            raise ConfError(
+                f"A scheduler pool '{name}' was made on this context with weight {made[0]} "
+                f"and min share {made[1]} (by an earlier session of that name; Spark fixes "
+                "a pool's shares when it is made): use another session name."
+            )
+        return name
 
     def _root_session(self, master: str | None) -> SparkSession:
         with self._lock:
