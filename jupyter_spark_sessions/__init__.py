@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from .artifacts import AddResult, Artifact
+from .backends.scheduler_pools import PoolShare
 from .board import JobBoard
 from .config import SparkSessionsConfig
 from .errors import (
@@ -45,6 +46,7 @@ __all__ = [
     "ManagedSession",
     "MasterMismatchError",
     "NotASparkSessionError",
+    "PoolShare",
     "Release",
     "SessionInfo",
     "SessionNameError",
