@@ -150,6 +150,17 @@ def _slow60(x):
     return x
 
 
+def _sleepy_sum(session, rows, partitions, seconds):
+    '''Sum of 0..rows-1, each row sleeping `seconds` in a Python UDF.'''
+    @_long_udf
+    def sleepy(x):
+        import time
+        time.sleep(seconds)
+        return x
+    df = session.range(0, rows, 1, partitions).select(sleepy('id').alias('v'))
+    return sum(r.v for r in df.collect())
+
+
 def _slow_sum(session, rows, partitions=2):
     '''Sum of 0..rows-1, one second per row: a DataFrame job with a Python UDF.'''
     df = session.range(0, rows, 1, partitions).select(_slow1('id').alias('v'))
@@ -431,15 +442,20 @@ def test_cancel_a_group_spares_the_other_sessions_job_of_the_same_cell(kernel: K
 @classic_only
 def test_a_small_job_of_b_is_not_kept_waiting_by_as_big_job(kernel: Kernel) -> None:
     """Each session runs its jobs in its own scheduler pool, FAIR between pools: while
-    a's job of many one-second tasks holds every slot, b's small job (run through a
-    variable holding b, from a cell bound to a) gets slots as a's tasks end, not after
-    all of them (FIFO: a minute)."""
+    a's job of many short tasks holds every slot, b's small job (run through a variable
+    holding b, from a cell bound to a) gets a slot as soon as one of a's tasks ends, not
+    after all of them (FIFO: 50 s)."""
     info = kernel.ok("%spark_session info b").stdout
     assert "scheduling    FAIR, in its own pool 'b' (weight 1, min share 0)" in info, info
-    kernel.ok("_t = time.monotonic()\n_alone = [_slow_sum(b_s, 4, 4), time.monotonic() - _t]")
+    # b's job: 4 tasks of 1.5 s, 3 s alone on 2 slots; with equal weights it gets one
+    # slot beside a's job, so about 6 s there. Its Python workers are started first, so
+    # that both times are a warm job's.
+    b_job = "_sleepy_sum(b_s, 4, 4, 1.5)"
+    kernel.ok("_sleepy_sum(b_s, 2, 2, 0)")
+    kernel.ok(f"_t = time.monotonic()\n_alone = [{b_job}, time.monotonic() - _t]")
     total, alone = kernel.value("_alone")
     assert total == 6
-    kernel.ok("_start('big', lambda: _slow_sum(a_s, 120, 120))")
+    kernel.ok("_start('big', lambda: _sleepy_sum(a_s, 400, 400, 0.25))")
     deadline = time.monotonic() + 60
     # Both slots held by a: every active stage is a's, with its tasks running.
     tracker = "_sc.statusTracker()"
@@ -447,7 +463,7 @@ def test_a_small_job_of_b_is_not_kept_waiting_by_as_big_job(kernel: Kernel) -> N
     while kernel.value(held) < 2:
         assert time.monotonic() < deadline, "a's big job never held both slots"
         time.sleep(0.2)
-    kernel.ok("_t = time.monotonic()\n_beside = [_slow_sum(b_s, 4, 4), time.monotonic() - _t]")
+    kernel.ok(f"_t = time.monotonic()\n_beside = [{b_job}, time.monotonic() - _t]")
     total, beside = kernel.value("_beside")
     assert total == 6
     assert kernel.value("_threads['big'].is_alive()"), "b's job waited for a's whole job"
