@@ -448,20 +448,24 @@ def test_a_small_job_of_b_is_not_kept_waiting_by_as_big_job(kernel: Kernel) -> N
     info = kernel.ok("%spark_session info b").stdout
     assert "scheduling    FAIR, in its own pool 'b' (weight 1, min share 0)" in info, info
     # b's job: 4 tasks of 1.5 s, 3 s alone on 2 slots; with equal weights it gets one
-    # slot beside a's job, so about 6 s there. Its Python workers are started first, so
-    # that both times are a warm job's.
+    # slot beside a's job, so about 6 s there. Both sessions' Python workers are started
+    # first: b's times are a warm job's, and a's tasks end every quarter second from the
+    # start (a cold worker's first task can take seconds on a loaded executor).
     b_job = "_sleepy_sum(b_s, 4, 4, 1.5)"
-    kernel.ok("_sleepy_sum(b_s, 2, 2, 0)")
+    kernel.ok("_sleepy_sum(a_s, 2, 2, 0)\n_sleepy_sum(b_s, 2, 2, 0)")
     kernel.ok(f"_t = time.monotonic()\n_alone = [{b_job}, time.monotonic() - _t]")
     total, alone = kernel.value("_alone")
     assert total == 6
     kernel.ok("_start('big', lambda: _sleepy_sum(a_s, 400, 400, 0.25))")
     deadline = time.monotonic() + 60
-    # Both slots held by a: every active stage is a's, with its tasks running.
+    # Both slots held by a, whose tasks have started to end: every active stage is a's.
     tracker = "_sc.statusTracker()"
-    held = f"sum({tracker}.getStageInfo(s).numActiveTasks for s in {tracker}.getActiveStageIds())"
-    while kernel.value(held) < 2:
-        assert time.monotonic() < deadline, "a's big job never held both slots"
+    a_tasks = (
+        "(lambda st: (sum(s.numActiveTasks for s in st), sum(s.numCompletedTasks for s in st)))"
+        f"([{tracker}.getStageInfo(s) for s in {tracker}.getActiveStageIds()])"
+    )
+    while (tasks := kernel.value(a_tasks))[0] < 2 or tasks[1] < 2:
+        assert time.monotonic() < deadline, f"a's big job never held both slots: {tasks}"
         time.sleep(0.2)
     kernel.ok(f"_t = time.monotonic()\n_beside = [{b_job}, time.monotonic() - _t]")
     total, beside = kernel.value("_beside")
