@@ -216,6 +216,7 @@ bench: setup
 	$(BIN)/python benchmarks/connect_cancel_latency.py
 	$(BIN)/python benchmarks/artifacts.py
 	$(BIN)/python benchmarks/kernel_shutdown.py
+	$(BIN)/python benchmarks/fair_share.py
 	$(BIN)/python benchmarks/report.py
 
 clean:

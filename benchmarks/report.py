@@ -11,6 +11,7 @@ from typing import Any
 import board_overhead_render
 import board_scale_render
 import cell_overhead_render
+import fair_share_render
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -167,6 +168,7 @@ RENDERERS = {
     "board_scale": board_scale_render.render,
     "cell_overhead": cell_overhead_render.render,
     "cancel_latency": _cancel_latency,
+    "fair_share": fair_share_render.render,
     "connect_cancel_latency": _connect_cancel_latency,
     "artifacts": _artifacts,
     "kernel_shutdown": _kernel_shutdown,

@@ -18,6 +18,7 @@ from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 
 from . import protocol, spark_ui
 from .artifacts import AddResult
+from .backends import scheduler_pools
 from .backends.scheduler_pools import PoolShare
 from .cell_tagging import CellJobTagging
 from .errors import ConfError, SparkSessionsError
@@ -75,6 +76,7 @@ _EXAMPLES = {
     "progress": "%spark_session progress off",
     "restart": "%spark_session restart",
     "reconnect": "%spark_session reconnect remote1",
+    "share": "%spark_session share etl --weight 3",
 }
 
 
@@ -122,20 +124,7 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
         help="Master of the SparkContext to start (default: the configured "
         "SparkSessionsConfig.default_master); only when no context runs yet.",
     )
-    create.add_argument(
-        "--weight",
-        type=_counting(1),
-        metavar="N",
-        help="Its share of the task slots against other sessions' (its scheduler pool's "
-        "weight; default 1): with 3, it gets three times the slots of a session with 1 "
-        "while both have work.",
-    )
-    create.add_argument(
-        "--min-share",
-        type=_counting(0),
-        metavar="N",
-        help="Task slots it gets first while it has work (its pool's minShare; default 0).",
-    )
+    _share_options(create)
     create.add_argument(
         "--remote",
         metavar="URL",
@@ -238,7 +227,32 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
         "files.",
     )
     reconnect.add_argument("name", metavar="NAME")
+
+    share = add(
+        "share",
+        "Change session NAME's share of the task slots for its new jobs (running jobs keep "
+        "theirs); what is not given stays. Without options, show it.",
+    )
+    share.add_argument("name", metavar="NAME")
+    _share_options(share)
     return parser, subcommands
+
+
+def _share_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--weight",
+        type=_counting(1),
+        metavar="N",
+        help="Its share of the task slots against other sessions' (its scheduler pool's "
+        "weight; default 1): with 3, it gets three times the slots of a session with 1 "
+        "while both have work.",
+    )
+    sub.add_argument(
+        "--min-share",
+        type=_counting(0),
+        metavar="N",
+        help="Task slots it gets first while it has work (its pool's minShare; default 0).",
+    )
 
 
 _PARSER, _SUBCOMMANDS = _build_parser()
@@ -302,11 +316,13 @@ def _info_row(info: SessionView) -> list[object]:
         info.master,
         info.session_id,
         info.running_jobs,
+        info.share or "-",
         info.directory,
     ]
 
 
-_LIST_HEADERS = ("name", "origin", "backend", "master", "session id", "running jobs", "directory")
+_LIST_HEADERS: tuple[str, ...] = ("name", "origin", "backend", "master", "session id")
+_LIST_HEADERS += ("running jobs", "share", "directory")
 
 
 def _size(count: int) -> str:
@@ -457,6 +473,16 @@ class SparkSessionMagics(Magics):
         else:
             fields.append(("scheduling", self.registry.get(args.name).backend.scheduling()))
         print("\n".join(f"{k:<13} {v}" for k, v in fields))
+
+    def _cmd_share(self, args: argparse.Namespace) -> None:
+        if args.weight is None and args.min_share is None:
+            print(self.registry.get(args.name).backend.scheduling())
+            return
+        share = self.registry.share(args.name, args.weight, args.min_share)
+        print(
+            f"Session '{args.name}' runs its new jobs with {scheduler_pools.describe(share)}; "
+            "its running jobs keep the share they started with."
+        )
 
     def _cmd_progress(self, args: argparse.Namespace) -> None:
         config = self.registry.config

@@ -19,7 +19,7 @@ import ipywidgets as widgets
 from . import ipykernel_internals, spark_ui
 from .board import JobBoard
 from .errors import SparkSessionsError
-from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView, SessionView
+from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView, SessionView, share_text
 
 _BAR_STYLES = {
     "running": "info",
@@ -275,9 +275,11 @@ class BoardPanel:
         if session is None:
             row.label.value = f"<b>{html.escape(name)}</b> (stopped)"
         else:
+            share = share_text(session, groups)
             row.label.value = (
                 f"<b>{html.escape(name)}</b> ({session.origin}, {session.backend}, "
                 f"{html.escape(session.master)}): {active} active group(s)"
+                + (f"; {html.escape(share)}" if share else "")
                 + (
                     f" <b>disconnected</b>: {html.escape(session.disconnected)}"
                     if session.disconnected

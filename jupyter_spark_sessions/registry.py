@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import backends, job_tags
 from .archives import ArchiveLimits
 from .artifacts import AddResult, Artifact, SessionArtifacts
 from .backends.base import SessionBackend
 from .backends.local_connect_server import ConnectEndpoints, LocalConnectServer
-from .backends.scheduler_pools import PoolShare
+from .backends.scheduler_pools import DEFAULT_SHARE, PoolShare
 from .backends.shared_context import SharedContext
 from .board import JobBoard
 from .config import SparkSessionsConfig
@@ -43,6 +43,8 @@ from .thread_tagger import ThreadJobTagger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from .backends.classic import ClassicBackend
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,11 @@ class ManagedSession:
     def session_id(self) -> str:
         return self.backend.session_id
 
+
+_CONNECT_SHARES = (
+    "--weight and --min-share shape a scheduler pool, whose weights a Spark Connect "
+    "client cannot set (each session of the local server has a pool of weight 1)."
+)
 
 #: What `list` and `info` show about one session: the view every frontend shows.
 SessionInfo = SessionView
@@ -205,11 +212,14 @@ class SessionRegistry:
         already counted them). Never raises for a session Spark lost: it says so."""
         managed = self.get(name)
         backend = managed.backend
+        share, slots = "", 0
         try:
             master, problem = backend.where(), backend.problem()
             if running_jobs is None:
                 running_jobs = 0 if problem else backend.running_jobs()
             ui_url = "" if problem else backend.ui_url()
+            if not problem:
+                share, slots = backend.share(), backend.slots()
         except Exception as exc:  # the driver or server went away
             master, problem, running_jobs, ui_url = "(unreachable)", _first_line(exc), 0, ""
         return SessionView(
@@ -224,6 +234,8 @@ class SessionRegistry:
             files=tuple(FileView(a.name, a.kind, a.size) for a in managed.artifacts.list()),
             running_jobs=running_jobs,
             ui_url=ui_url,
+            share=share,
+            slots=slots,
         )
 
     def list(self) -> builtins.list[SessionView]:
@@ -256,10 +268,7 @@ class SessionRegistry:
                 "master (for --remote local, set SparkSessionsConfig.connect_master)."
             )
         if remote is not None and share is not None:
-            raise ConfError(
-                "--weight and --min-share shape a scheduler pool, which a Spark Connect "
-                "client cannot choose (the server's own settings apply)."
-            )
+            raise ConfError(_CONNECT_SHARES)
         with self._reserve(name):
             settings = {**self.config.session_defaults, **(conf or {})}
             backend: SessionBackend
@@ -396,6 +405,27 @@ class SessionRegistry:
                 yield session
         finally:
             self.board.cell_finished(name, execution_count)
+
+    def share(self, name: str, weight: int | None, min_share: int | None) -> PoolShare:
+        """Give created classic session ``name`` a new share of the task slots for its
+        new jobs (what is not given stays); ConfError where that cannot apply."""
+        managed = self.get(name)
+        if not managed.backend.on_shared_context:
+            raise ConfError(_CONNECT_SHARES)
+        if managed.origin == "adopted":
+            raise ConfError(
+                f"'{name}' was adopted: its jobs run where its owner put them; only the "
+                "sessions this project creates get a pool of their own."
+            )
+        current = managed.share or DEFAULT_SHARE
+        share = PoolShare(
+            current.weight if weight is None else weight,
+            current.min_share if min_share is None else min_share,
+        )
+        backend = cast("ClassicBackend", managed.backend)  # on the shared context: classic
+        self.context.change_share(backend, managed.settings, share)
+        managed.share = share
+        return share
 
     # -- recovery ----------------------------------------------------------------------
 

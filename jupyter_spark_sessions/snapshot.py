@@ -148,6 +148,25 @@ class SessionView:
     running_jobs: int = 0
     #: The driver's Spark UI ("" when it is off, or the server's own: Connect).
     ui_url: str = ""
+    #: Its share of the task slots against other sessions' ("weight 3, min share 1";
+    #: "pool 'x'" in a pool of the user's; "" in one queue for all: FIFO).
+    share: str = ""
+    #: The task slots of the context it runs on (0: unknown, as on Spark Connect).
+    slots: int = 0
+
+
+def share_text(session: SessionView, groups: Iterable[GroupView]) -> str:
+    """ "1 of 2 slots · weight 1, min share 0": the session's running tasks (its groups'
+    active ones) against its context's slots, and its share of them ("" for nothing)."""
+    running = sum(g.tasks.active for g in groups if g.state in ("running", "cancelling"))
+    parts = []
+    if session.slots:
+        parts.append(f"{running} of {session.slots} slots")
+    elif running:
+        parts.append(f"{running} task{'' if running == 1 else 's'} running")
+    if session.share:
+        parts.append(session.share)
+    return " · ".join(parts)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,12 @@ class FakeBackend:
     def scheduling(self) -> str:
         return "FIFO"
 
+    def share(self) -> str:
+        return ""
+
+    def slots(self) -> int:
+        return 2
+
     def require_usable(self, name: str) -> None:
         self.calls.append(("require_usable", name))
 

@@ -203,6 +203,12 @@ def test_list_and_board_show_classic_and_connect_sessions_with_their_backend(
     assert {("lookup.csv", "file"), ("pack", "archive"), ("helper.py", "pyfile")} <= c1_files
     assert sessions["k1"]["files"] == []
     assert "token" not in str(board(kernel))
+    # Their share of the slots: each in its own pool (the local Connect server makes
+    # it with weight 1); a client cannot see the server's slots.
+    shares = {n: (sessions[n]["share"], sessions[n]["slots"]) for n in ("c1", "k1")}
+    assert shares == {"c1": ("weight 1, min share 0", 0), "k1": ("weight 1, min share 0", 2)}
+    info = kernel.ok("%spark_session info c1").stdout
+    assert "scheduling    FAIR on the server, in its own pool (weight 1, min share 0)" in info
 
 
 # Per backend of the cancelled cell: a query of the other backend's session (10 rows x

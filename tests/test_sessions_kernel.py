@@ -176,6 +176,8 @@ def test_cell_magic_tags_jobs_with_its_own_session(sessions: Kernel) -> None:
             "--min-share: expected a whole number from 0, not 'x'",
         ),
         ("%spark_session create c --remote local --weight 2", "a Spark Connect client cannot"),
+        ("%spark_session share nobody --weight 2", "No session named 'nobody'"),
+        ("%spark_session share a --weight 0", "--weight: expected a whole number from 1, not '0'"),
         (
             "%spark_session create c --conf spark.scheduler.pool=mine --weight 2",
             "--conf spark.scheduler.pool puts it in yours",
@@ -194,20 +196,37 @@ def test_user_mistakes_are_one_line_and_change_nothing(
     assert registry_state(sessions) == before
 
 
-def test_a_sessions_share_of_the_slots_is_its_pools_and_fixed_when_made(
+def test_a_sessions_share_of_the_slots_is_set_at_create_and_changed_for_new_jobs(
     sessions: Kernel,
 ) -> None:
     sessions.ok("%spark_session create heavy --weight 3 --min-share 1")
     info = sessions.ok("%spark_session info heavy").stdout
-    assert "scheduling    FAIR, in its own pool 'heavy' (weight 3, min share 1)" in info
-    pools = f"{REGISTRY}.session('heavy').sparkContext._jsc.sc().taskScheduler().rootPool()"
-    assert sessions.value(f"{pools}.getSchedulableByName('heavy').weight()") == 3
+    assert "scheduling    FAIR, in its own pool (weight 3, min share 1)" in info
+    root = f"{REGISTRY}.session('heavy').sparkContext._jsc.sc().taskScheduler().rootPool()"
+    made = f"{root}.getSchedulableByName('heavy (weight 3, min share 1)')"
+    assert sessions.value(f"[{made}.weight(), {made}.minShare()]") == [3, 1]
+    # What the views show: its share, and the context's slots.
+    view = f"{REGISTRY}.describe('heavy')"
+    assert sessions.value(f"[{view}.share, {view}.slots]") == ["weight 3, min share 1", 2]
+    listing = sessions.ok("%spark_session list").stdout
+    assert "weight 3, min share 1" in next(r for r in listing.splitlines() if r.startswith("heavy"))
+    # A new share: a new pool (Spark fixes a pool's shares), for the session's SQL jobs
+    # (its settings) and its cells' RDD jobs (the cell's thread); the rest stays.
+    out = sessions.ok("%spark_session share heavy --weight 2").stdout
+    assert "Session 'heavy' runs its new jobs with weight 2, min share 1;" in out, out
+    pool = "heavy (weight 2, min share 1)"
+    assert sessions.value(f"{root}.getSchedulableByName('{pool}').weight()") == 2
+    assert sessions.value(f"{REGISTRY}.session('heavy').conf.get('spark.scheduler.pool')") == pool
+    property_read = "spark.sparkContext.getLocalProperty('spark.scheduler.pool')"
+    sessions.ok(f"%%spark_session heavy\n_pool = {property_read}")
+    assert sessions.value("_pool") == pool
+    assert sessions.ok("%spark_session share heavy").stdout.strip() == (
+        "FAIR, in its own pool (weight 2, min share 1)"
+    )
+    # Made again by its name with other shares: its own pool again, no clash.
     sessions.ok("%spark_session stop heavy")
-    # Spark fixes a pool's shares: the same name with others is refused, in one line.
-    again = sessions.execute("%spark_session create heavy --weight 2")
-    assert "was made on this context with weight 3 and min share 1" in again.usage_error
-    assert "heavy" not in sessions.value(f"{REGISTRY}.names()")
-    sessions.ok("%spark_session create heavy --weight 3 --min-share 1")  # the same: fine
+    sessions.ok("%spark_session create heavy --weight 3 --min-share 1")
+    assert "(weight 3, min share 1)" in sessions.ok("%spark_session info heavy").stdout
     sessions.ok("%spark_session stop heavy")
 
 
@@ -329,8 +348,23 @@ def test_stop_cancels_the_sessions_running_jobs_without_waiting(sessions: Kernel
     while not (shown := doomed_groups(sessions)) or any(
         state not in ("cancelled", "failed") or "RUNNING" in jobs for state, jobs in shown
     ):
-        assert time.monotonic() < deadline, f"doomed's groups on the board: {shown}"
+        assert time.monotonic() < deadline, f"doomed's groups: {shown}; {spark_view(sessions)}"
         time.sleep(0.2)
+
+
+def spark_view(kernel: Kernel) -> str:
+    """What Spark's status store and scheduler say of the board's doomed jobs (for a
+    failure's message)."""
+    return str(
+        kernel.value(
+            "(lambda sc, t: {'scheduler active jobs': sc._jsc.sc().dagScheduler().activeJobs()"
+            ".size(), 'jobs': [(j.id, str(t.getJobInfo(j.id))) for g in "
+            f"{REGISTRY}.board.snapshot().groups if g.session == 'doomed' for j in g.jobs], "
+            "'stages': [(i, str(t.getStageInfo(i))) for i in t.getActiveStageIds()]})"
+            "(__import__('pyspark').SparkContext._active_spark_context, "
+            "__import__('pyspark').SparkContext._active_spark_context.statusTracker())"
+        )
+    )
 
 
 def doomed_groups(kernel: Kernel) -> list[tuple[str, list[str]]]:

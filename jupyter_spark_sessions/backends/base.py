@@ -83,6 +83,14 @@ class SessionBackend(Protocol):
         """How the session's jobs share the task slots with other sessions' (``info``)."""
         ...
 
+    def share(self) -> str:
+        """Its share of the slots in a few words (the views'; see ``SessionView``)."""
+        ...
+
+    def slots(self) -> int:
+        """The task slots of the context it runs on; 0 when unknown."""
+        ...
+
     def location(self) -> str:
         """Where the session runs, as a sentence names it ("local[2]", "Spark Connect
         sc://host:port")."""

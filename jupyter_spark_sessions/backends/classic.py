@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,6 +242,8 @@ class ClassicBackend:
         #: settings); None: the thread's.
         self.pool = pool
         self._ui_url: tuple[SparkContext, str] | None = None
+        self._share: tuple[SparkContext, str] | None = None
+        self._slots: tuple[SparkContext, float, int] | None = None
 
     @property
     def sc(self) -> SparkContext:
@@ -250,15 +253,46 @@ class ClassicBackend:
     def where(self) -> str:
         return str(self.sc.master)  # a Python attribute: no JVM round trip
 
-    def scheduling(self) -> str:
+    def _pool(self) -> tuple[str | None, scheduler_pools.PoolShare | None]:
+        """(pool, its shares) of the session's jobs; (None, None) on a FIFO context."""
         sc = self.sc
         if scheduler_pools.mode(sc) != "FAIR":
-            return "FIFO: one queue for every session's jobs (spark.scheduler.mode)"
+            return None, None
         pool = self.session.conf.get(scheduler_pools.POOL, None)
         shares = scheduler_pools.pool_weights(sc, pool) if pool else None
-        if pool is None or shares is None:
+        return pool, scheduler_pools.PoolShare(*shares) if shares else None
+
+    def scheduling(self) -> str:
+        pool, share = self._pool()
+        if pool is None and share is None:
+            return "FIFO: one queue for every session's jobs (spark.scheduler.mode)"
+        if pool is None or share is None:
             return "FAIR, in the default pool"
-        return f"FAIR, in its own pool '{pool}' (weight {shares[0]}, min share {shares[1]})"
+        if pool == scheduler_pools.pool_name(self.name, share):
+            return f"FAIR, in its own pool ({scheduler_pools.describe(share)})"
+        return f"FAIR, in your pool '{pool}' ({scheduler_pools.describe(share)})"
+
+    def share(self) -> str:
+        if self._share is None or self._share[0] is not self.sc:  # read once per context
+            pool, share = self._pool()
+            text = scheduler_pools.describe(share) if pool and share else ""
+            if pool and share and pool != scheduler_pools.pool_name(self.name, share):
+                text = f"pool '{pool}'"
+            self._share = (self.sc, text)
+        return self._share[1]
+
+    def slots(self) -> int:
+        sc, now = self.sc, time.monotonic()
+        if self._slots is None or self._slots[0] is not sc or now - self._slots[1] > 10:
+            # Executors come and go on a cluster: read again now and then.
+            self._slots = (sc, now, int(sc.defaultParallelism))
+        return self._slots[2]
+
+    def set_pool(self, pool: str) -> None:
+        """Run the session's new jobs, SQL and its cells' RDD jobs, in ``pool``."""
+        self.session.conf.set(scheduler_pools.POOL, pool)
+        self.pool = pool
+        self._share = None
 
     def location(self) -> str:
         return self.where()

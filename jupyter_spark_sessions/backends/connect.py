@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
-from . import api_flavour
+from . import api_flavour, scheduler_pools
 from .base import BackendKind, JobRef, OperationReport, OperationSink
 from .connect_endpoint import Endpoint, reachable, redact
 from .connect_tls import check_token_transport
@@ -328,6 +328,10 @@ def adopt(obj: object, name: str, what: str, recheck_seconds: float) -> ConnectB
     return ConnectBackend(session, name, session_endpoint(session), recheck_seconds)
 
 
+#: The share of a pool a Connect server makes on first use.
+_EQUAL_SHARE = "weight 1, min share 0"
+
+
 class ConnectBackend:
     """A Spark Connect session (``SessionBackend``).
 
@@ -351,13 +355,38 @@ class ConnectBackend:
         self._running: set[str] = set()  # operation ids not ended yet
         self._problem = ""  # what the session's last call or interrupt reported
         self._reachability: tuple[float, str] | None = None  # (when checked, why not)
+        self._pool_read: tuple[bool, str | None] | None = None
         self._handler: Any = None
 
     def where(self) -> str:
         return self.endpoint.display
 
+    def _pool(self) -> tuple[bool, str | None]:
+        """(FAIR?, the session's pool) on its server, read once: two round trips."""
+        if self._pool_read is None:
+            conf = self.session.conf  # the server's SparkConf is in every session's
+            fair = str(conf.get(scheduler_pools.MODE, "FIFO")).upper() == "FAIR"
+            self._pool_read = (fair, conf.get(scheduler_pools.POOL, None) or None)
+        return self._pool_read
+
     def scheduling(self) -> str:
-        return "set by the Spark Connect server"
+        fair, pool = self._pool()
+        if not fair:
+            return "FIFO on the server: one queue for every session's jobs (spark.scheduler.mode)"
+        if pool is None:
+            return "FAIR on the server, in its default pool"
+        if pool == self.name:
+            return f"FAIR on the server, in its own pool ({_EQUAL_SHARE})"
+        return f"FAIR on the server, in pool '{pool}' (weights: the server's allocation file)"
+
+    def share(self) -> str:
+        fair, pool = self._pool()
+        if not fair or pool is None:
+            return ""
+        return _EQUAL_SHARE if pool == self.name else f"pool '{pool}'"
+
+    def slots(self) -> int:
+        return 0  # a client cannot see the server's executors
 
     def location(self) -> str:
         return f"Spark Connect {self.where()}"

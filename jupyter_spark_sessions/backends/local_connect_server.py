@@ -22,7 +22,7 @@ from ..errors import ConnectError
 from ..java_runtime import require_java
 from ..kernel_lifecycle import reap_when_it_exits
 from ..session_root import open_private
-from . import connect
+from . import connect, scheduler_pools
 from .connect_endpoint import LOCAL, Endpoint, parse_remote, reachable
 from .local_master import local_master_defaults, local_master_env
 
@@ -35,8 +35,10 @@ _SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 #: Settings of a local server this project starts (the user's ``connect_conf`` wins):
 #: progress reports often enough for the job board, killed tasks' Python workers
-#: stopped at once (as for a classic context this project starts).
+#: stopped at once, FAIR scheduling between its sessions' pools (as for a classic
+#: context this project starts).
 LOCAL_SERVER_DEFAULTS = {
+    scheduler_pools.MODE: "FAIR",
     "spark.connect.progress.reportInterval": "250ms",
     "spark.python.task.killTimeout": "0s",
     "spark.ui.showConsoleProgress": "false",
@@ -68,6 +70,11 @@ class LocalConnectServer:
         self._token = token or secrets.token_hex(24)
         self._process: subprocess.Popen[bytes] | None = None
         self.endpoint: Endpoint | None = None
+
+    @property
+    def schedules_fair(self) -> bool:
+        """Whether the server schedules FAIR between pools (its default here)."""
+        return str(self._conf.get(scheduler_pools.MODE, "FIFO")).upper() == "FAIR"
 
     def start(self) -> Endpoint:
         """Start the server and wait until it accepts connections."""
@@ -220,9 +227,17 @@ class ConnectEndpoints:
     def create_session(
         self, remote: str, name: str, settings: Mapping[str, str]
     ) -> connect.ConnectBackend:
-        """A new Connect session ``name`` on the server ``--remote REMOTE`` names."""
+        """A new Connect session ``name`` on the server ``--remote REMOTE`` names. On
+        the local server (FAIR by default) it runs its jobs in a pool of its own, named
+        after it (Spark makes it on first use, with weight 1), unless ``settings`` name
+        one; a remote server's scheduling is its owner's."""
+        endpoint = self.resolve(remote)
+        server = self._local
+        own_pool = remote == LOCAL and server is not None and server.schedules_fair
+        if own_pool and scheduler_pools.POOL not in settings:
+            settings = {**settings, scheduler_pools.POOL: name}
         return connect.create(
-            self.resolve(remote),
+            endpoint,
             name,
             settings,
             self.config.connect_retry_seconds,

@@ -31,6 +31,22 @@ class PoolShare:
     min_share: int = 0
 
 
+DEFAULT_SHARE = PoolShare()
+
+
+def pool_name(session: str, share: PoolShare) -> str:
+    """The pool a session with ``share`` runs its jobs in: named after the session, and
+    after the share unless it is the default. Spark fixes a pool's shares when it is
+    made, so a new share is a new pool (Spark's UI lists it under that name)."""
+    if share == DEFAULT_SHARE:
+        return session
+    return f"{session} (weight {share.weight}, min share {share.min_share})"
+
+
+def describe(share: PoolShare) -> str:
+    return f"weight {share.weight}, min share {share.min_share}"
+
+
 def mode(sc: SparkContext) -> str:
     """The context's scheduling mode between jobs: "FAIR" or "FIFO" (Spark's default)."""
     return str(sc.getConf().get(MODE, "FIFO")).upper()

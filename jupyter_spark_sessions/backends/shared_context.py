@@ -65,7 +65,7 @@ class SharedContext:
         ``settings`` name a pool; ConfError when ``share`` cannot apply."""
         root = self._root_session(master)
         sc = root.sparkContext
-        share = share or scheduler_pools.PoolShare()
+        share = share or scheduler_pools.DEFAULT_SHARE
         pool = self._own_pool(name, settings, sc, share)
         if pool is not None:
             settings = {**settings, scheduler_pools.POOL: pool}
@@ -74,6 +74,25 @@ class SharedContext:
             scheduler_pools.ensure_pool(sc, pool, share.weight, share.min_share)
         return backend
 
+    def change_share(
+        self,
+        backend: classic.ClassicBackend,
+        settings: Mapping[str, str],
+        share: scheduler_pools.PoolShare,
+    ) -> None:
+        """Run the new jobs of a session made with ``settings`` with ``share`` (its
+        running jobs keep theirs: Spark fixes a job's pool when it is submitted);
+        ConfError when it cannot apply."""
+        sc = backend.sc
+        pool = self._own_pool(backend.name, settings, sc, share)
+        if pool is None:  # only for the default share, which _own_pool does not refuse
+            raise ConfError(
+                "That session has no pool of its own: it runs in your spark.scheduler.pool, "
+                "or the SparkContext schedules FIFO or is not this project's."
+            )
+        scheduler_pools.ensure_pool(sc, pool, share.weight, share.min_share)
+        backend.set_pool(pool)
+
     def _own_pool(
         self,
         name: str,
@@ -81,7 +100,10 @@ class SharedContext:
         sc: SparkContext,
         share: scheduler_pools.PoolShare,
     ) -> str | None:
-        asked = share != scheduler_pools.PoolShare()
+        """The pool session ``name`` gets on ``sc``, or None when it keeps the user's
+        (their ``spark.scheduler.pool``) or the context schedules FIFO or is the user's;
+        ConfError when ``share`` was asked for and cannot apply there."""
+        asked = share != scheduler_pools.DEFAULT_SHARE
         if scheduler_pools.POOL in settings:
             if asked:
                 raise ConfError(
@@ -100,14 +122,7 @@ class SharedContext:
                 )
                 raise ConfError(f"--weight and --min-share need FAIR scheduling: {why}.")
             return None
-        made = scheduler_pools.pool_weights(sc, name)
-        if made is not None and made != (share.weight, share.min_share):
-            raise ConfError(
-                f"A scheduler pool '{name}' was made on this context with weight {made[0]} "
-                f"and min share {made[1]} (by an earlier session of that name; Spark fixes "
-                "a pool's shares when it is made): use another session name."
-            )
-        return name
+        return scheduler_pools.pool_name(name, share)
 
     def _root_session(self, master: str | None) -> SparkSession:
         with self._lock:

@@ -242,6 +242,14 @@ export interface Session {
    * The driver's Spark UI ("" when it is off, or the server's own: Connect).
    */
   ui_url: string;
+  /**
+   * Its share of the task slots against other sessions' ("weight 3, min share 1"; "pool 'x'" in a pool of the user's; "" when every session's jobs share one queue: FIFO).
+   */
+  share: string;
+  /**
+   * The task slots of the context it runs on (0: unknown, as on Spark Connect). Its running tasks are its groups' active tasks.
+   */
+  slots: number;
 }
 /**
  * One file added to a session.

@@ -1,6 +1,7 @@
 /**
- * A session in the sidebar: its name, origin, backend and master, a link to
- * its Spark UI, its files, its Cancel all button, then its timeline
+ * A session in the sidebar: its name, origin, backend and master, its share of
+ * the task slots, a link to its Spark UI, its files, its Cancel all button, then
+ * its timeline
  * (timelineView.ts) and its job groups (groupView.ts).
  */
 import { el } from './dom';
@@ -51,6 +52,16 @@ function renderSessionRow(
     ? `${session.master}\n${session.directory}`
     : session.master;
   info.appendChild(master);
+  const share = shareText(session, context.model.groupsOf(session.name));
+  if (share) {
+    const slots = el('span', 'jp-SparkSessions-share', share);
+    slots.dataset.testid = 'jss-session-share';
+    slots.title =
+      "Its tasks running now, against the task slots of the context it runs on; " +
+      "its share of the slots against other sessions' (its scheduler pool's " +
+      'weight and min share: %spark_session share)';
+    info.appendChild(slots);
+  }
   const jobsUrl = sparkJobsUrl(context.baseUrl, session.ui_url ?? '');
   if (jobsUrl !== null) {
     const link = sessionsLink(
@@ -118,3 +129,25 @@ function renderSessionTimeline(
   context.everySecond(draw);
   return timeline;
 }
+
+/**
+ * "1 of 2 slots · weight 1, min share 0": the session's running tasks (its
+ * groups' active ones) against its context's slots (unknown on Spark Connect),
+ * and its share of them; "" when there is nothing to say.
+ */
+export function shareText(session: Session, groups: Group[]): string {
+  const running = groups
+    .filter(g => g.state === 'running' || g.state === 'cancelling')
+    .reduce((sum, g) => sum + g.tasks.active, 0);
+  const parts: string[] = [];
+  if (session.slots > 0) {
+    parts.push(`${running} of ${session.slots} slots`);
+  } else if (running > 0) {
+    parts.push(`${running} task${running === 1 ? '' : 's'} running`);
+  }
+  if (session.share) {
+    parts.push(session.share);
+  }
+  return parts.join(' \u00b7 ');
+}
+

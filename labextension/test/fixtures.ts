@@ -59,6 +59,8 @@ export function session(partial: Partial<Session> = {}): Session {
     files: [],
     running_jobs: 0,
     ui_url: '',
+    share: '',
+    slots: 0,
     ...partial
   };
 }

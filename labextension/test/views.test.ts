@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 
 import { renderGroups } from '../src/groupView';
 import { SidebarModel } from '../src/model';
-import { renderSession } from '../src/sessionView';
+import { renderSession, shareText } from '../src/sessionView';
 import { IViewContext } from '../src/viewContext';
 import { board, group, session } from './fixtures';
 
@@ -67,6 +67,20 @@ describe('the session view', () => {
     }
     expect(timeline.querySelectorAll('svg')).toHaveLength(1);
     expect(timeline.contains(bar)).toBe(false); // drawn anew
+  });
+
+  it('shows its running tasks against the slots, and its share of them', () => {
+    const shared = session({ slots: 4, share: 'weight 3, min share 1' });
+    const { ctx } = context(true, board({ sessions: [shared] }));
+    const [share] = q(renderSession(shared, ctx), 'jss-session-share');
+    expect(share.textContent).toBe('2 of 4 slots \u00b7 weight 3, min share 1');
+    // Ended groups hold no slot; Spark Connect knows no slots; FIFO has no share.
+    const ended = group({ id: 'etl:13', state: 'succeeded' });
+    expect(shareText(session({ slots: 2 }), [group(), ended])).toBe('2 of 2 slots');
+    expect(shareText(session({ share: 'weight 1, min share 0' }), [group()])).toBe(
+      '2 tasks running \u00b7 weight 1, min share 0'
+    );
+    expect(shareText(session(), [ended])).toBe('');
   });
 
   it('says so when the session has no jobs', () => {
