@@ -176,6 +176,24 @@ def start_extension_kernel(
     return k
 
 
+def jvm_threads(kernel: Kernel, names: tuple[str, ...] = ("dag-scheduler", "appStatus")) -> str:
+    """The stacks of the kernel's JVM threads whose name has one of ``names``, and of
+    every BLOCKED thread (jstack): for the message of a test that finds Spark stuck."""
+    kernel_pid = kernel.value(
+        "__import__('os').getpid()"
+    )  # Python only: works when the JVM is stuck
+    children = subprocess.run(
+        ["pgrep", "-P", str(kernel_pid), "java"], capture_output=True, text=True
+    )
+    dumps = []
+    for pid in children.stdout.split():
+        dump = subprocess.run(["jstack", pid], capture_output=True, text=True, timeout=60).stdout
+        for block in dump.split("\n\n"):
+            if any(n in block.split("\n", 1)[0] for n in names) or "BLOCKED" in block:
+                dumps.append("\n".join(block.splitlines()[:14]))
+    return "\n\n".join(dumps) or f"no JVM thread found (kernel {kernel_pid}: {children.stdout!r})"
+
+
 # What a module sharing the run's kernel must find there, checked before it starts (and
 # printed on failure): no session, no Spark job, an empty board, the settings as
 # configured, no `spark` and nothing else a module defined.

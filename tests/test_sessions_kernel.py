@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from conftest import jvm_threads
 
 from kernel_driver import Kernel
 
@@ -348,7 +349,9 @@ def test_stop_cancels_the_sessions_running_jobs_without_waiting(sessions: Kernel
     while not (shown := doomed_groups(sessions)) or any(
         state not in ("cancelled", "failed") or "RUNNING" in jobs for state, jobs in shown
     ):
-        assert time.monotonic() < deadline, f"doomed's groups: {shown}; {spark_view(sessions)}"
+        if time.monotonic() > deadline:
+            threads = jvm_threads(sessions)  # first: it needs no JVM call
+            raise AssertionError(f"doomed's groups: {shown}\n{threads}\n{spark_view(sessions)}")
         time.sleep(0.2)
 
 
