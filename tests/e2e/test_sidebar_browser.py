@@ -103,6 +103,12 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     for name in ("a", "b"):
         timeline = sidebar.locator(f"[data-testid='jss-timeline'][data-session='{name}']")
         assert timeline.locator("[data-testid='jss-timeline-bar']").count() >= 1
+    # Each session's running tasks against the context's 2 slots, and its share: a's
+    # group runs its one task.
+    share_a = sidebar.locator(
+        "[data-testid='jss-session'][data-session='a'] [data-testid='jss-session-share']"
+    )
+    share_a.filter(has_text="1 of 2 slots \u00b7 weight 1, min share 0").wait_for(timeout=10_000)
     # Every Cancel whole at the sidebar's default width (the first one was clipped).
     for row in (group_a, group_b):
         assert_inside(row.locator("[data-testid='jss-cancel-group']"), row)
