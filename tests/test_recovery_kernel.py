@@ -217,8 +217,20 @@ def test_after_context_stop_a_new_context_keeps_the_master_the_user_chose(
             "Session 'a' made again with its settings.",
             "`spark` now refers to the new session.",
         ]
-        assert kernel.ok("spark.range(5).count()").result_text == "5"
+        used = kernel.ok("spark.range(5).count()")
+        assert used.result_text == "5" and not used.stderr, used.stderr
         assert kernel.value("spark.conf.get('spark.sql.shuffle.partitions')") == "3"
+        # Cells of either kind are tagged on the new context as on the first (the
+        # project's JVM classes are made anew in the same JVM: issue 28).
+        cell = kernel.ok("%%spark_session q\nspark.range(4).count()")
+        assert cell.result_text == "4" and not cell.stderr, cell.stderr
+        groups = {
+            g: s
+            for g, s in kernel.value(
+                f"[(g.id, g.session) for g in {REGISTRY}.board.snapshot().groups if g.jobs]"
+            )
+        }
+        assert groups.get(f"q:{cell.execution_count}") == "q", groups
         nothing = kernel.execute("%spark_session restart")
         assert "every session is usable: nothing to restart" in nothing.usage_error
     finally:

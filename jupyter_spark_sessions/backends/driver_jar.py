@@ -5,8 +5,12 @@ poll of the job board).
 
 The jar is loaded into a class loader of its own whose parent is Spark's, so it works
 on any running driver (one this project started or the user's) and adds nothing to
-Spark's class path. ``tests/test_private_apis.py`` makes every class on the installed
-Spark (they use Spark's private members) and checks the jar was built from java/.
+Spark's class path. One loader per JVM, kept across contexts: py4j remembers a class's
+methods by its name, so a second ``jss.CellScope`` class in the same JVM (after
+``spark.stop()`` and a new context) would be called through the first one's methods
+("object is not an instance of declaring class"). ``tests/test_private_apis.py`` makes
+every class on the installed Spark (they use Spark's private members) and checks the jar
+was built from java/.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ JAR = Path(__file__).resolve().parent.parent / "jars" / "jss-driver.jar"
 _lock = threading.Lock()
 #: Per class name: (the context, its instance); one context at a time in a process.
 _made: dict[str, tuple[SparkContext, Any]] = {}
+#: (the py4j gateway of a JVM, the jar's class loader in it).
+_loader: tuple[Any, Any] | None = None
 
 
 def instance(sc: SparkContext, class_name: str) -> Any:
@@ -40,12 +46,14 @@ def instance(sc: SparkContext, class_name: str) -> Any:
 
 
 def _make(sc: SparkContext, class_name: str) -> Any:
+    global _loader
     gateway, jvm = sc._gateway, sc._jvm  # private
     assert gateway is not None and jvm is not None
     context = sc._jsc.sc()  # private: the Scala SparkContext
-    urls = gateway.new_array(jvm.java.net.URL, 1)
-    urls[0] = jvm.java.io.File(str(JAR)).toURI().toURL()
-    loader = jvm.java.net.URLClassLoader(urls, context.getClass().getClassLoader())
+    if _loader is None or _loader[0] is not gateway:  # a new JVM: a new loader
+        urls = gateway.new_array(jvm.java.net.URL, 1)
+        urls[0] = jvm.java.io.File(str(JAR)).toURI().toURL()
+        _loader = (gateway, jvm.java.net.URLClassLoader(urls, context.getClass().getClassLoader()))
     arguments = gateway.new_array(jvm.java.lang.Object, 1)
     arguments[0] = context
-    return loader.loadClass(class_name).getConstructors()[0].newInstance(arguments)
+    return _loader[1].loadClass(class_name).getConstructors()[0].newInstance(arguments)
