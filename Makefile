@@ -44,8 +44,16 @@ $(STAMP): $(WHEEL)
 # JupyterLab refuses to run as root unless told to (containers and this kind of machine).
 ALLOW_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
+# The demos run from copies in build/demo (made once: your edits and outputs stay there,
+# and the tracked notebooks stay clean; delete the folder for fresh copies), where Spark
+# also writes its spark-warehouse. The printed URL opens the first demo.
+DEMO_DIR := build/demo
 demo: setup
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ALLOW_ROOT) $(DEMO_ARGS) demo/01-isolated-sessions.ipynb
+	@mkdir -p $(DEMO_DIR)
+	@for f in demo/*.ipynb; do [ -e "$(DEMO_DIR)/$${f#demo/}" ] || cp "$$f" $(DEMO_DIR)/; done
+	@echo "The demos run from copies in $(DEMO_DIR) (delete it for fresh ones)."
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=$(DEMO_DIR) \
+		--LabApp.default_url=/lab/tree/01-isolated-sessions.ipynb $(DEMO_ARGS)
 
 # jlpm (Yarn, shipped with JupyterLab) comes from the venv; package scripts call it too.
 JLPM := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jlpm
