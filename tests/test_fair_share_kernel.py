@@ -50,8 +50,18 @@ def _run(df):
         return type(exc).__name__
 
 
+def _warm(name):
+    _reg.session(name).range(0, 4, 1, 4).select(_half_second('id')).collect()
+
+
 def _running(pool):
     return _root.getSchedulableByName(pool).runningTasks()
+
+
+def _completed():
+    tracker = _reg.session('light').sparkContext.statusTracker()
+    stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+    return sum(s.numCompletedTasks for s in stages if s is not None)
 
 
 _outcome = {}
@@ -69,11 +79,19 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
 
 def test_weights_1_to_3_give_the_sessions_running_tasks_in_that_ratio(kernel: Kernel) -> None:
     heavy = "heavy (weight 3, min share 0)"
+    # Both sessions' Python workers first: a cold worker's first task takes seconds.
+    kernel.ok("_warm('light')\n_warm('heavy')")
     kernel.ok("_busy('light')\n_busy('heavy')")
     deadline = time.monotonic() + 60
     both = f"[_running('light'), _running({heavy!r})]"
     while 0 in (running := kernel.value(both)) or sum(running) < 4:
         assert time.monotonic() < deadline, f"both sessions never ran together: {running}"
+        time.sleep(0.2)
+    # Spark shares slots as tasks end (it never preempts one): the window starts once
+    # every slot has turned over twice since both ran.
+    turned = kernel.value("_completed()") + 8
+    while kernel.value("_completed()") < turned:
+        assert time.monotonic() < deadline, "the sessions' tasks did not end"
         time.sleep(0.2)
     # Over a window where both have work: the mean running tasks of each.
     samples = []
