@@ -57,7 +57,7 @@ function renderSessionRow(
     const slots = el('span', 'jp-SparkSessions-share', share);
     slots.dataset.testid = 'jss-session-share';
     slots.title =
-      "Its tasks running now, against the task slots of the context it runs on; " +
+      'Its tasks running now, against the task slots of the context it runs on; ' +
       "its share of the slots against other sessions' (its scheduler pool's " +
       'weight and min share: %spark_session share)';
     info.appendChild(slots);
@@ -150,4 +150,3 @@ export function shareText(session: Session, groups: Group[]): string {
   }
   return parts.join(' \u00b7 ');
 }
-

@@ -76,10 +76,12 @@ describe('the session view', () => {
     expect(share.textContent).toBe('2 of 4 slots \u00b7 weight 3, min share 1');
     // Ended groups hold no slot; Spark Connect knows no slots; FIFO has no share.
     const ended = group({ id: 'etl:13', state: 'succeeded' });
-    expect(shareText(session({ slots: 2 }), [group(), ended])).toBe('2 of 2 slots');
-    expect(shareText(session({ share: 'weight 1, min share 0' }), [group()])).toBe(
-      '2 tasks running \u00b7 weight 1, min share 0'
+    expect(shareText(session({ slots: 2 }), [group(), ended])).toBe(
+      '2 of 2 slots'
     );
+    expect(
+      shareText(session({ share: 'weight 1, min share 0' }), [group()])
+    ).toBe('2 tasks running \u00b7 weight 1, min share 0');
     expect(shareText(session(), [ended])).toBe('');
   });
 
