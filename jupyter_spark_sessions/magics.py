@@ -553,7 +553,7 @@ class SparkSessionMagics(Magics):
     def _cmd_jobs(self, args: argparse.Namespace) -> None:
         if args.name is not None:
             self.registry.get(args.name)  # an unknown name is an error, not an empty table
-        snapshot = self.registry.board.snapshot()
+        snapshot = self.registry.board_poller.fresh_snapshot()
         groups = [g for g in snapshot.groups if args.name in (None, g.session)]
         if snapshot.error:
             print(snapshot.error)

@@ -52,6 +52,20 @@ class BoardPoller:
         self._threads: list[threading.Thread] = []
         self._start_lock = threading.Lock()
         self._readers: dict[JobFeed, _FeedReader] = {}
+        #: When the last finished poll started, and a condition notified after each.
+        self._last_poll_started = float("-inf")
+        self._polled = threading.Condition()
+
+    def fresh_snapshot(self, timeout: float = 3.0) -> BoardSnapshot:
+        """The board as read by a poll that started after this call: what a magic shows
+        is never older than the magic (the poll is made at once). The latest one when
+        the poller does not run, or after ``timeout``."""
+        asked = time.monotonic()
+        if self.is_running():
+            self.board.wake_now()
+            with self._polled:
+                self._polled.wait_for(lambda: self._last_poll_started >= asked, timeout)
+        return self.board.snapshot()
 
     def start(self) -> None:
         """Start the threads (idempotent)."""
@@ -96,6 +110,9 @@ class BoardPoller:
             except Exception as exc:  # the JVM went away, a py4j hiccup: report, go on
                 log.debug("job board poll failed", exc_info=True)
                 self.board.update([], {}, 0, self._describe_safely(), error=_one_line(exc))
+            with self._polled:
+                self._last_poll_started = polled_at
+                self._polled.notify_all()
             interval = config.poll_interval if self.board.busy() else config.idle_poll_interval
             if self.board.winding_down_cancel():
                 interval = min(interval, CANCEL_POLL_INTERVAL)

@@ -49,6 +49,20 @@ def test_create_starts_context_with_kernel_python_and_lists_sessions(sessions: K
     assert sessions.value(f"{REGISTRY}.owns_context") is True
 
 
+def test_jobs_never_shows_a_state_older_than_its_own_call(sessions: Kernel) -> None:
+    """Right after a thread's job ended, ``jobs`` shows its group ended: the magic reads
+    Spark before it answers (it showed the group running 4 times in 6)."""
+    sessions.ok("%spark_session use a\nfrom pyspark import InheritableThread")
+    for _ in range(6):  # the thread's job is the cell's (an InheritableThread)
+        count = sessions.ok(
+            "_t = InheritableThread(target=lambda: spark.range(0, 4, 1, 2).selectExpr("
+            "'sum(id)').collect())\n_t.start()\n_t.join()"
+        ).execution_count
+        table = sessions.ok("%spark_session jobs a").stdout
+        row = next((r for r in table.splitlines() if r.startswith(f"a:{count} ")), "")
+        assert row.split()[1:2] == ["succeeded"], (count, table)
+
+
 def test_info_shows_id_directory_and_running_jobs(sessions: Kernel) -> None:
     out = sessions.ok("%spark_session info a").stdout
     fields = dict(
