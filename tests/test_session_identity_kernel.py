@@ -514,13 +514,16 @@ def test_a_thread_of_a_b_cell_using_the_global_spark_runs_in_a(kernel: Kernel) -
     ).execution_count
     kernel.ok("_go.set()")
     group_a = f"a:{count}"
+    # This cell's groups only: the board may still show an earlier test's job running
+    # for up to a poll after it ended.
+    of_this_cell = (group_a, f"b:{count}")
     shown = wait_until(
         kernel,
         "the thread's job on the board",
-        lambda g: any(running(v) for v in g.values()),
+        lambda g: any(running(g.get(gid)) for gid in of_this_cell),
         timeout=30,
     )
-    holding = {gid: v["session"] for gid, v in shown.items() if running(v)}
+    holding = {gid: shown[gid]["session"] for gid in of_this_cell if running(shown.get(gid))}
     assert holding == {group_a: "a"}, (
         f"a's job shown in {holding}: "
         f"{ {g: shown[g]['jobs'] for g in holding} }; Spark runs {spark_active_jobs(kernel)}"
