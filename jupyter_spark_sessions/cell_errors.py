@@ -54,16 +54,24 @@ CANCEL_FROM = {
 
 def cancel_story(cancels: list[tuple[str, str | None, list[int]]]) -> str:
     """``The Spark jobs of a:4 (job 3) were cancelled from the sidebar.`` for the
-    groups a cell's cancel reached (``JobBoard.cancels_of_cell``)."""
-    parts = []
+    groups a cell's cancel reached (``JobBoard.cancels_of_cell``): one clause per place
+    the cancels came from; a group the cancel found without jobs (the cell's own
+    session, when it ran its jobs in another) is left out when another had some."""
+    if any(job_ids for _, _, job_ids in cancels):
+        cancels = [c for c in cancels if c[2]]
+    by_source: dict[str | None, list[str]] = {}
     for group_id, source, job_ids in cancels:
         jobs = ""
         if job_ids:
             word = "job" if len(job_ids) == 1 else "jobs"
             jobs = f" ({word} {', '.join(map(str, job_ids))})"
+        by_source.setdefault(source, []).append(f"{group_id}{jobs}")
+    clauses = []
+    for source, groups in by_source.items():
         where = f" {CANCEL_FROM[source]}" if source in CANCEL_FROM else ""
-        parts.append(f"{group_id}{jobs} were cancelled{where}")
-    return "The Spark jobs of " + "; ".join(parts) + "."
+        named = ", ".join(groups[:-1]) + " and " + groups[-1] if len(groups) > 1 else groups[0]
+        clauses.append(f"{named} were cancelled{where}")
+    return "The Spark jobs of " + "; ".join(clauses) + "."
 
 
 class CancelledCellErrors:

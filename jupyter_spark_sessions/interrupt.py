@@ -4,10 +4,13 @@ only those, then end the cell with ``KeyboardInterrupt``.
 ipykernel turns SIGINT into ``KeyboardInterrupt`` for the whole execute request (its
 ``pre_handler_hook`` installs ``default_int_handler``). Raised while the cell waits on
 the JVM, it breaks PySpark's py4j connection ("Answer from Java side is empty") and
-the job goes on running; PySpark's own handler (replaced by ipykernel's) would cancel
-every job of every session. Instead, while a cell runs, this handler asks the job
-board to cancel the cell's jobs (``JobBoard.request_interrupt``). When the cell is
-waiting on the JVM it returns: the job ends cancelled, the Spark call fails, and
+the job goes on running; raised in a Spark Connect call, it ends the cell with a
+gRPC traceback; PySpark's own handler (replaced by ipykernel's) would cancel every job
+of every session. Instead, while a cell runs, this handler asks the job board to
+cancel the cell's jobs (``JobBoard.request_interrupt``): every job of the cell, in
+whatever session, threads it started with the cell's tags included (the board files
+their jobs under the cell too). When the cell is waiting on Spark (the JVM or the
+Connect server) it returns: the job ends cancelled, the Spark call fails, and
 ``cell_errors`` ends the cell with ``KeyboardInterrupt`` in one line. Anywhere else it
 raises ``KeyboardInterrupt`` at once, as usual; a second Interrupt always does.
 ``SparkSessionsConfig.interrupt_cancels = "all"`` brings PySpark's behaviour back.
@@ -66,17 +69,21 @@ class CellInterrupts:
             raise KeyboardInterrupt
         board.request_interrupt(*cell)
         group = job_tags.group_id(*cell)
-        if _waiting_on_the_jvm(frame):
+        if _waiting_on_spark(frame):
             self._waiting = True
             self.errors.interrupted = f"Interrupted: the Spark jobs of {group} were cancelled"
             return  # the cancelled Spark call ends the cell
         raise KeyboardInterrupt
 
 
-def _waiting_on_the_jvm(frame: FrameType | None) -> bool:
-    # A py4j call in progress: raising here would leave its connection half-read.
+#: Where a cell waits on Spark: a py4j call (raising there would leave its connection
+#: half-read) or a Spark Connect call (gRPC's stream, the client's retries).
+_SPARK_CLIENT_MODULES = ("py4j.", "grpc.", "pyspark.sql.connect.client.")
+
+
+def _waiting_on_spark(frame: FrameType | None) -> bool:
     while frame is not None:
-        if str(frame.f_globals.get("__name__", "")).startswith("py4j."):
+        if str(frame.f_globals.get("__name__", "")).startswith(_SPARK_CLIENT_MODULES):
             return True
         frame = frame.f_back
     return False

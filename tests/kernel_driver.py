@@ -233,14 +233,17 @@ class Kernel:
         self.shutdown_seconds = time.monotonic() - started
 
 
-def assert_cancelled_in_one_line(result: CellResult, group_id: str, source: str = "") -> None:
+def assert_cancelled_in_one_line(
+    result: CellResult, group_id: str, source: str = "", error_name: str = "JobsCancelled"
+) -> None:
     """The cell ended with the one line a cancel gives (``cell_errors.cancel_story``):
-    its group, the Spark jobs the cancel reached, and where it came from."""
+    its group, the Spark jobs the cancel reached, and where it came from (an Interrupt
+    ends the cell as ``KeyboardInterrupt``)."""
     import re
 
     where = f" {source}" if source else ""
     pattern = rf"The Spark jobs of {re.escape(group_id)} \(jobs? \d+(, \d+)*\) were cancelled"
-    assert result.status == "error" and result.error_name == "JobsCancelled", (
+    assert result.status == "error" and result.error_name == error_name, (
         f"{result.error_name}: {result.error_value[:300]}"
     )
     assert re.fullmatch(pattern + re.escape(where) + r"\.", result.error_value), result.error_value

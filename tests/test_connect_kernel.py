@@ -255,10 +255,14 @@ BUSY_CELL = {
 }
 
 
-@pytest.mark.parametrize("backend", ["connect", "classic"])
+@pytest.mark.parametrize(
+    ("backend", "how"), [("connect", "control"), ("classic", "control"), ("connect", "interrupt")]
+)
 def test_cancel_a_busy_cell_on_control_leaves_the_other_backends_query_running(
-    kernel: Kernel, backend: str
+    kernel: Kernel, backend: str, how: str
 ) -> None:
+    """A control-channel cancel of the busy cell's group, or the kernel's Interrupt,
+    ends the cell in one line naming its group; the other backend's query runs on."""
     if "k1" not in kernel.value("_reg.names()"):
         kernel.ok("%spark_session create k1")
     other, start_other = OTHER_BACKENDS_QUERY[backend]
@@ -275,11 +279,21 @@ def test_cancel_a_busy_cell_on_control_leaves_the_other_backends_query_running(
     if backend == "connect":
         assert group["jobs"][0]["operation_id"]
         assert group["tasks"]["total"] == 1
-    reply, seconds = request(kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]})
-    assert reply["status"] == "ok" and reply["cancelling"] == [group["id"]], reply
-    assert seconds < 1.0
-    result = kernel.collect(busy, timeout=60)
-    assert_cancelled_in_one_line(result, group["id"])
+    if how == "interrupt":
+        assert kernel.manager is not None
+        kernel.manager.interrupt_kernel()
+        result = kernel.collect(busy, timeout=60)
+        assert_cancelled_in_one_line(
+            result, group["id"], "by the kernel's Interrupt", error_name="KeyboardInterrupt"
+        )
+    else:
+        reply, seconds = request(
+            kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]}
+        )
+        assert reply["status"] == "ok" and reply["cancelling"] == [group["id"]], reply
+        assert seconds < 1.0
+        result = kernel.collect(busy, timeout=60)
+        assert_cancelled_in_one_line(result, group["id"])
     ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] != "cancelling")
     assert ended["state"] == "cancelled" and ended["jobs"][0]["status"] == "FAILED"
     kernel.ok("other_thread.join(120)")

@@ -655,9 +655,11 @@ def test_binding_makes_the_session_sparks_active_one(kernel: Kernel) -> None:
 
 @classic_only
 def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel) -> None:
-    """Interrupt during a cell of a: that cell ends with KeyboardInterrupt, its group is
-    cancelled and its slots freed, py4j still works, and b's background job (a thread in
-    ``running_in('b')``, started before) finishes with the right sum."""
+    """Interrupt during a cell of a: that cell ends with KeyboardInterrupt in one line,
+    its jobs are cancelled in every session, those of the thread it started with its
+    tags included (b:N: the rule docs/jobs.md states), its slots are freed, py4j still
+    works, and b's background job (a thread in ``running_in('b')`` of another cell,
+    started before) finishes with the right sum."""
     kernel.ok(
         "def _b_in_background():\n"
         "    with _reg.running_in('b', execution_count=9301) as s:\n"
@@ -670,13 +672,22 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
         lambda g: running(g.get("b:9301")) and g["b:9301"]["tasks"]["active"] > 0,
         timeout=30,
     )
-    busy = kernel.client.execute("_endless(spark, partitions=4)")
+    busy = kernel.client.execute(
+        "_start('cells_thread', lambda s=b_s: _endless(s, partitions=1))\n"
+        "_endless(spark, partitions=4)"
+    )
     shown = wait_until(
         kernel,
-        "the cell's job of a with a running task",
-        lambda g: any(
-            v["session"] == "a" and v["cell_running"] and running(v) and v["tasks"]["active"] > 0
-            for v in g.values()
+        "the cell's job of a with a running task, and its thread's job in b",
+        lambda g: (
+            any(
+                v["session"] == "a"
+                and v["cell_running"]
+                and running(v)
+                and v["tasks"]["active"] > 0
+                for v in g.values()
+            )
+            and any(v["session"] == "b" and v["cell_running"] and running(v) for v in g.values())
         ),
         timeout=30,
     )
@@ -691,20 +702,34 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
     assert result.error_name == "KeyboardInterrupt", (
         f"{result.error_name}: {result.error_value[:300]}"
     )
+    assert len(result.traceback) == 1, result.traceback
     assert time.monotonic() - started < 15
     assert group_a == f"a:{result.execution_count}"
+    group_b = f"b:{result.execution_count}"
+    assert result.error_value.startswith("The Spark jobs of "), result.error_value
+    assert group_a in result.error_value and group_b in result.error_value, result.error_value
+    assert result.error_value.endswith("were cancelled by the kernel's Interrupt."), (
+        result.error_value
+    )
 
     wait_until(
         kernel,
-        f"{group_a} cancelled with its slots free",
-        lambda g: g[group_a]["state"] == "cancelled" and g[group_a]["tasks_still_running"] == 0,
+        f"{group_a} and {group_b} cancelled with their slots free",
+        lambda g: all(
+            g[gid]["state"] == "cancelled" and g[gid]["tasks_still_running"] == 0
+            for gid in (group_a, group_b)
+        ),
         timeout=30,
     )
-    jobs = new_jobs(kernel)  # b's job and the interrupted cell's
+    assert CANCELLED["classic"] in kernel.value("_join('cells_thread')")
+    jobs = new_jobs(kernel)  # b's job, the interrupted cell's and its thread's
     assert "a" in {owner for _, owner in jobs}, f"Spark: {jobs}"
-    filed = {job: (group_a, "a") for job, owner in jobs if owner == "a"}
-    filed.update({job: ("b:9301", "b") for job, owner in jobs if owner == "b"})
-    assert_filed(kernel, filed)
+    b_jobs = [job for job, owner in jobs if owner == "b"]
+    b_filed = where_filed(kernel, b_jobs)
+    assert sorted(where for where, *more in b_filed.values() if not more) == sorted(
+        [("b:9301", "b"), (group_b, "b")]
+    ), f"b's jobs filed as {b_filed}"
+    assert_filed(kernel, {job: (group_a, "a") for job, owner in jobs if owner == "a"})
     assert kernel.ok("spark.range(3).count()").result_text == "3", "py4j still works"
     assert kernel.value("_join('b')") == 45, "b's background job finishes"
     ended = wait_until(
