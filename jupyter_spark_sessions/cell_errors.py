@@ -8,6 +8,8 @@
   ``KeyboardInterrupt`` when the kernel's Interrupt caused it.
 - A lost driver, a stopped context, a lost Connect server: the session's backend
   explains it in one line with the way out (``restart``, ``reconnect``).
+- An object made before its session or driver went away (``gone_objects``): whose it
+  was and what to run again.
 - A column or UDF of the other PySpark flavour: what to do instead.
 
 Every other error keeps its traceback; ``%tb`` still shows the full one of these.
@@ -25,6 +27,7 @@ from IPython.core.error import UsageError
 from . import ipykernel_internals
 from .backends.spark_errors import cancellation_line, mixes_flavours
 from .errors import JobsCancelled, SessionLostError
+from .gone_objects import OLD_DRIVER, gone_object_line, looks_gone
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -105,6 +108,13 @@ class CancelledCellErrors:
                 shown = (KeyboardInterrupt, story or f"{self.interrupted} ({spark_line})")
         elif mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
             shown = (etype, MIXED_FLAVOURS)
+        elif looks_gone(value):
+            # An object of a session given up first: a live session's backend would
+            # otherwise take its error for its own loss.
+            line = gone_object_line(tb)
+            shown = (SessionLostError, line) if line else self._lost(value)
+            if shown is None and self.registry and self.registry.context.replaced:
+                shown = (SessionLostError, OLD_DRIVER)
         else:
             shown = self._lost(value)
         if shown is None:

@@ -22,6 +22,7 @@ from .backends import scheduler_pools
 from .backends.scheduler_pools import PoolShare
 from .cell_tagging import CellJobTagging
 from .errors import ConfError, SparkSessionsError
+from .gone_objects import MAKE_AGAIN
 from .registry import SessionRegistry
 from .session_cells import run_cell_in
 from .snapshot import FINAL_STATES, GroupView, SessionView
@@ -606,6 +607,9 @@ class SparkSessionMagics(Magics):
             lines.append(f"Session '{name}' made again with its settings{added}.")
             lines += self._rebind(before[name], self.registry.get(name).session)
         lines += report.refused
+        if report.recreated:
+            old = "the old driver" if report.started else "the stopped SparkContext"
+            lines.append(MAKE_AGAIN.format(what=old))
         for name in report.dropped:
             lines.append(
                 f"Adopted session '{name}' was dropped (its SparkContext is gone): make it "
@@ -620,7 +624,8 @@ class SparkSessionMagics(Magics):
         added = f" and its {files} file(s) added again" if files else ""
         lines = [
             f"Session '{args.name}' made again on Spark Connect {managed.backend.where()} "
-            f"with its settings{added}."
+            f"with its settings{added}.",
+            MAKE_AGAIN.format(what="the old session"),
         ]
         print("\n".join(lines + self._rebind(old, managed.session)))
 

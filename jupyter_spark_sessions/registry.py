@@ -14,13 +14,13 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import backends, job_tags
+from . import backends
 from .archives import ArchiveLimits
 from .artifacts import AddResult, Artifact, SessionArtifacts
 from .backends.base import SessionBackend
@@ -37,7 +37,15 @@ from .errors import (
     SessionNameError,
     UnknownSessionError,
 )
+from .gone_objects import mark_gone
 from .poller import BoardPoller
+from .session_release import (
+    cancel_everything,
+    quietly,
+    release_at_shutdown,
+    release_quietly,
+    wait_for_jobs_to_end,
+)
 from .snapshot import FileView, SessionView
 from .thread_tagger import ThreadJobTagger
 
@@ -440,6 +448,11 @@ class SessionRegistry:
         master, started = self.context.restart(sessions_broken=bool(broken))
         recreated, dropped, refused = [], [], []
         for managed in broken:
+            mark_gone(
+                managed.session,
+                f"session '{managed.name}' as it was before "
+                "`%spark_session restart` (its SparkContext is gone)",
+            )
             if managed.origin == "adopted":
                 self._unregister(managed)
                 dropped.append(managed.name)
@@ -482,10 +495,11 @@ class SessionRegistry:
             backend.release(quick=True)
             raise
         old.stopping()
+        mark_gone(old.session, f"session '{name}' as it was before `%spark_session reconnect`")
         backend.watch(self.board.operation_sink(name))
         managed.backend = backend
         # The old server session (if the server still knows it) goes in the background.
-        threading.Thread(target=_release_quietly, args=(old,), daemon=True).start()
+        threading.Thread(target=release_quietly, args=(old,), daemon=True).start()
         self.board.wake_now()
         return managed
 
@@ -509,6 +523,7 @@ class SessionRegistry:
             cancelled = self.board.request_cancel(session=name, source="stop").cancelling
             managed.backend.stopping()
             self.board.retire(name, managed.backend)
+        mark_gone(managed.session, f"session '{name}', which `%spark_session stop` ended")
         with self._lock:
             del self._sessions[name]
             self._stopped.add(name)
@@ -532,7 +547,7 @@ class SessionRegistry:
 
     def _release_when_idle(self, managed: ManagedSession, release: Release, timeout: float) -> None:
         try:
-            _wait_for_jobs_to_end(managed, timeout, quiet=_STOPPED_SESSION_QUIET_SECONDS)
+            wait_for_jobs_to_end(managed, timeout, quiet=_STOPPED_SESSION_QUIET_SECONDS)
             managed.backend.release()
             _remove_directory(managed.directory)
         except BaseException as exc:  # reported on the handle, never lost in a thread
@@ -559,12 +574,12 @@ class SessionRegistry:
             unreleased = [r.directory for r in self._releases.values() if not r.done]
         created = [m for m in sessions if m.origin == "created"]
         for managed in created:
-            _quietly(managed, "cancelling", _cancel_everything)
+            quietly(managed, "cancelling", cancel_everything)
         # Each release on its own thread, all bounded by one deadline: a dead Connect
         # server (whose client retries) must not hold up the shutdown.
         deadline = time.monotonic() + self.config.shutdown_timeout
         threads = [
-            threading.Thread(target=_release_at_shutdown, args=(m, deadline), daemon=True)
+            threading.Thread(target=release_at_shutdown, args=(m, deadline), daemon=True)
             for m in created
         ]
         for thread in threads:
@@ -576,53 +591,6 @@ class SessionRegistry:
         self.context.stop_if_owned()
         self.connect_endpoints.stop_local_server(timeout=1.0)
         self.config.remove_session_roots()
-
-
-def _wait_for_jobs_to_end(managed: ManagedSession, timeout: float, quiet: float = 0.0) -> None:
-    """Until no job of the session has run for ``quiet`` seconds (a query's next job
-    starts a moment after its previous one ends), or ``timeout``."""
-    deadline = time.monotonic() + timeout
-    idle_since: float | None = None
-    while not managed.backend.problem():
-        now = time.monotonic()
-        if managed.backend.running_jobs():
-            idle_since = None
-        elif idle_since is None:
-            idle_since = now
-        if idle_since is not None and now - idle_since >= quiet:
-            return
-        if now >= deadline:
-            log.warning("jobs of session %r still run; releasing it anyway", managed.name)
-            return
-        time.sleep(0.05)
-
-
-def _cancel_everything(managed: ManagedSession) -> None:
-    # The kernel is going away: also the RDD jobs of the session's cells.
-    managed.backend.cancel_session()
-    managed.backend.cancel_tag(job_tags.session_tag(managed.name))
-
-
-def _release_at_shutdown(managed: ManagedSession, deadline: float) -> None:
-    def release(m: ManagedSession) -> None:
-        _wait_for_jobs_to_end(m, max(0.0, deadline - time.monotonic()))
-        m.backend.release(quick=True)
-
-    _quietly(managed, "releasing", release)
-
-
-def _quietly(managed: ManagedSession, what: str, action: Callable[[ManagedSession], None]) -> None:
-    try:
-        action(managed)
-    except Exception:
-        log.warning("%s Spark session %r at shutdown failed", what, managed.name, exc_info=True)
-
-
-def _release_quietly(backend: SessionBackend) -> None:
-    try:
-        backend.release(quick=True)
-    except Exception:  # a lost server: nothing is left to release there
-        log.debug("releasing a replaced session failed", exc_info=True)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -303,7 +303,15 @@ def test_cancel_a_busy_cell_on_control_leaves_the_other_backends_query_running(
 def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: Kernel) -> None:
     kernel.ok("%spark_session create gone --remote local")
     session_id = kernel.value(connect_registry("get('gone').session_id"))
+    kernel.ok("%%spark_session gone\ngone_df = spark.range(3)")
     kernel.ok("%spark_session stop gone")
+    # An object the stopped session made: one line saying whose it was.
+    stale = kernel.execute("gone_df.count()")
+    assert stale.error_name == "SessionLostError" and len(stale.traceback) == 1, stale.traceback
+    assert stale.error_value == (
+        "This DataFrame belongs to session 'gone', which `%spark_session stop` ended: run the "
+        "cells that made it again."
+    )
     kernel.ok(
         "_jss_gone_release = __import__('jupyter_spark_sessions').registry."
         "default_registry()._releases['gone']\n"

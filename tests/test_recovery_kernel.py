@@ -216,6 +216,8 @@ def test_after_context_stop_a_new_context_keeps_the_master_the_user_chose(
             "The Spark driver runs on local[1].",
             "Session 'a' made again with its settings.",
             "`spark` now refers to the new session.",
+            "DataFrames, UDFs and columns made before belong to the stopped SparkContext: run "
+            "the cells that made them again.",
         ]
         used = kernel.ok("spark.range(5).count()")
         assert used.result_text == "5" and not used.stderr, used.stderr
@@ -264,6 +266,8 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
         )
         kernel.ok("%spark_session use a")
         assert kernel.ok(READ_FILES_CELL).result_text == "'from-a|helper-of-a'"
+        # Objects of the driver about to die: a DataFrame, and a UDF the JVM knows.
+        kernel.ok("old_df = spark.range(4)\nold_df.select(_read_files('id')).count()")
         pid = driver_pid(kernel)  # read before: the shell is busy from here
         busy = kernel.client.execute(LONG_CELL)
         group = wait_for_group(
@@ -311,6 +315,8 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
             "Session 'a' made again with its settings and its 2 file(s) added again.",
             "`spark` now refers to the new session.",
             "Session 'b' made again with its settings and its 1 file(s) added again.",
+            "DataFrames, UDFs and columns made before belong to the old driver: run the cells "
+            "that made them again.",
             "Adopted session 'mine' was dropped (its SparkContext is gone): make it again, "
             "then `%spark_session adopt mine VARIABLE`.",
         ]
@@ -318,6 +324,23 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
         assert kernel.value(f"{REGISTRY}.names()") == ["a", "b"]
         assert kernel.value("spark.sparkContext.master") == master
         assert kernel.value("spark.conf.get('spark.sql.shuffle.partitions')") == "3"
+        # What was made on the dead driver says so in one line, with what to do.
+        for stale_cell, line in [
+            (
+                "old_df.count()",
+                "This DataFrame belongs to session 'a' as it was before `%spark_session "
+                "restart` (its SparkContext is gone): run the cells that made it again.",
+            ),
+            (
+                "spark.range(2).select(_read_files('id')).count()",
+                "This object was made on a Spark driver that is gone (`%spark_session restart` "
+                "started a new one): run the cells that made it again (DataFrames, UDFs, "
+                "columns and the variables holding them).",
+            ),
+        ]:
+            stale = kernel.execute(stale_cell)
+            assert stale.error_name == "SessionLostError", stale.error_value
+            assert stale.error_value == line and len(stale.traceback) == 1
         assert kernel.ok(READ_FILES_CELL).result_text == "'from-a|helper-of-a'"
         kernel.ok("%spark_session use b")
         assert kernel.ok(READ_ARCHIVE_CELL).result_text == '"in-b\'s-archive"'
@@ -345,7 +368,7 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
     where = f"sc://localhost:{server.port}"
     # Bound before the kill: once the board's next poll finds the server gone, `use r`
     # is refused (in one line, the way out included).
-    kernel.ok("%spark_session use r")
+    kernel.ok("%spark_session use r\nold_r = spark.range(3)")
     server.kill()
 
     started = time.monotonic()
@@ -392,8 +415,15 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
     reconnected = kernel.ok("%spark_session reconnect r").stdout
     assert reconnected == (
         f"Session 'r' made again on Spark Connect {where} with its settings and its 1 file(s) "
-        "added again.\n`spark` now refers to the new session.\n"
+        "added again.\nDataFrames, UDFs and columns made before belong to the old session: run "
+        "the cells that made them again.\n`spark` now refers to the new session.\n"
     )
+    stale = kernel.execute("old_r.count()")
+    assert stale.error_name == "SessionLostError" and len(stale.traceback) == 1, stale.traceback
+    assert stale.error_value == (
+        "This DataFrame belongs to session 'r' as it was before `%spark_session reconnect`: "
+        "run the cells that made it again."
+    ), stale.error_value
     assert kernel.value("spark.conf.get('spark.sql.shuffle.partitions')") == "5"
     assert in_r(kernel, "spark.range(1).select(read_lookup('id')).first()[0]") == "lookup of r"
     sessions = {s["name"]: s for s in board(kernel)["sessions"]}

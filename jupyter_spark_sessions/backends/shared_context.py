@@ -44,6 +44,8 @@ class SharedContext:
         self._lock = threading.Lock()
         self._owned: SparkContext | None = None
         self._recipe: ContextRecipe | None = None  # of the last context sessions used
+        #: How many times a new context replaced one sessions used.
+        self.replaced = 0
 
     @property
     def owned(self) -> bool:
@@ -157,6 +159,7 @@ class SharedContext:
             scratch_dir=str(self.config.kernel_root().scratch_dir()),
         )
         if self._recipe is not None:  # the board's job ids are the old context's
+            self.replaced += 1
             self._on_replaced()
         self._owned = root.sparkContext
         self._recipe = ContextRecipe(master, conf)
