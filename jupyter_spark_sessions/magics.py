@@ -469,9 +469,9 @@ class SparkSessionMagics(Magics):
             ("files", len(self.registry.files(args.name))),
             ("spark ui", _ui_text(info)),
         ]
-        if info.disconnected:
-            fields.append(("state", info.disconnected))
-        else:
+        # Always a state: "ready", or why the session cannot run jobs and the way out.
+        fields.append(("state", info.disconnected or "ready"))
+        if not info.disconnected:
             fields.append(("scheduling", self.registry.get(args.name).backend.scheduling()))
         print("\n".join(f"{k:<13} {v}" for k, v in fields))
 

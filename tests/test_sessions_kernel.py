@@ -74,7 +74,7 @@ def test_info_shows_id_directory_and_running_jobs(sessions: Kernel) -> None:
     spark_id = sessions.value(f"{REGISTRY}.session('a')._jsparkSession.sessionUUID()")
     assert fields["session_id"] == spark_id
     assert fields["origin"] == "created" and fields["isolated"] == "yes"
-    assert fields["running_jobs"] == "0"
+    assert fields["running_jobs"] == "0" and fields["state"] == "ready"
     assert sessions.value(f"__import__('os').path.isdir({fields['directory']!r})")
 
 
