@@ -39,6 +39,7 @@ endef
 $(STAMP): $(WHEEL)
 	bash scripts/ensure-java.sh
 	$(call install-wheel,$(VENV))
+	$(BIN)/python -m pip install --quiet "$(WHEEL)[test-gateway]"
 	touch $@
 
 # JupyterLab refuses to run as root unless told to (containers and this kind of machine).

@@ -4,7 +4,8 @@ For clients that cannot send kernel control messages themselves: a script, ``cur
 a frontend whose widget clicks wait for the running cell. The server already holds each
 kernel's connection info, so the relay opens a short-lived control-channel client,
 sends one ``spark_sessions_request`` and returns the kernel's reply: answered while a
-cell runs, as from the sidebar.
+cell runs, as from the sidebar. Kernels behind a Kernel or Enterprise Gateway are
+reached through the gateway's websocket instead (``gateway_relay``).
 
     POST {base_url}jupyter-spark-sessions/api/kernels/{kernel_id}/requests
     body: a protocol request (docs/protocol.md), action ``list`` or ``cancel``
@@ -26,7 +27,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-from . import protocol
+from . import gateway_relay, protocol
 
 #: Reading and cancelling; ``add`` copies files (comm only), and subscriptions need a
 #: comm to push to.
@@ -69,16 +70,26 @@ class KernelRequestHandler(APIHandler):
             return
         if request.action == "cancel":  # the cell's error says where it came from
             message = {**message, "source": "relay"}
-        kernel = self.kernel_manager.get_kernel(kernel_id)
-        reply = await relay_to_control_channel(kernel, message, REPLY_TIMEOUT)
-        if reply is None:
-            self._error(
-                504,
-                message,
-                "no_reply",
-                f"The kernel did not answer within {REPLY_TIMEOUT:.0f} s: has it run "
-                "`%load_ext jupyter_spark_sessions`?",
+        if gateway_relay.enabled():
+            try:
+                reply = await gateway_relay.relay_through_gateway(kernel_id, message, REPLY_TIMEOUT)
+            except gateway_relay.GatewayRelayError as exc:
+                self._error(exc.status, message, exc.code, str(exc))
+                return
+            no_reply = (
+                f"The kernel did not answer through the gateway at {gateway_relay.gateway_url()} "
+                f"within {REPLY_TIMEOUT:.0f} s: has it run `%load_ext jupyter_spark_sessions`, "
+                "and does the gateway pass control messages?"
             )
+        else:
+            kernel = self.kernel_manager.get_kernel(kernel_id)
+            reply = await relay_to_control_channel(kernel, message, REPLY_TIMEOUT)
+            no_reply = (
+                f"The kernel did not answer within {REPLY_TIMEOUT:.0f} s: has it run "
+                "`%load_ext jupyter_spark_sessions`?"
+            )
+        if reply is None:
+            self._error(504, message, "no_reply", no_reply)
             return
         if reply.get("status") == "error":  # the kernel refused it: say so in HTTP too
             code = reply.get("error", {}).get("code")

@@ -54,7 +54,7 @@ def chromium_path() -> str:
     raise RuntimeError("Chromium not found: run scripts/ensure-chromium.sh")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -63,7 +63,8 @@ def _free_port() -> int:
 
 class LabServer:
     """``jupyter lab`` on 127.0.0.1 with a random token, serving ``root``; ``extra_env``
-    adds to its environment, ``kernel_config`` replaces the kernels' IPython config."""
+    adds to its environment, ``kernel_config`` replaces the kernels' IPython config,
+    ``extra_args`` adds to its command line (``KernelGateway.server_args``)."""
 
     #: The ``jupyter`` subcommand, and the options of that app only.
     app = "lab"
@@ -77,10 +78,11 @@ class LabServer:
         root: Path,
         extra_env: dict[str, str] | None = None,
         kernel_config: str = KERNEL_CONFIG,
+        extra_args: tuple[str, ...] = (),
     ) -> None:
         self.root = root
         self.token = secrets.token_hex(16)
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         ipython = root.parent / "ipython"
         (ipython / "profile_default").mkdir(parents=True, exist_ok=True)
@@ -108,6 +110,7 @@ class LabServer:
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={root}",
             *self.app_options,
+            *extra_args,
         ]
         if os.getuid() == 0:
             command.append("--allow-root")
