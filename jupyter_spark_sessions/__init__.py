@@ -28,7 +28,8 @@ from .errors import (
     UnsupportedKernelError,
 )
 from .job_tags import group_id, group_tag, parse_tag, session_tag
-from .registry import ManagedSession, Release, SessionInfo, SessionRegistry, default_registry
+from .registry import ManagedSession, SessionInfo, SessionRegistry, default_registry
+from .session_release import Release
 from .snapshot import BoardSnapshot, GroupView, SessionView
 
 __version__ = "0.1.0"

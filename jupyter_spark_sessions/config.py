@@ -137,6 +137,13 @@ class SparkSessionsConfig(Configurable):
         help="Most entries (files, folders, links) an archive may hold for `add_archive`.",
     ).tag(config=True)
 
+    env_cache_dir = Unicode(
+        help="Folder of the Python environments built for sessions' packages (`create "
+        "--pip`, `pip`), one per set of requirements, reused by every kernel of the user; "
+        "delete it to free the space. Default: $XDG_CACHE_HOME/jupyter_spark_sessions/envs "
+        "(~/.cache/...).",
+    ).tag(config=True)
+
     archive_max_ratio = Float(
         200.0,
         help="Largest ratio of uncompressed size to archive size `add_archive` accepts "

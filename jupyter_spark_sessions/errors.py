@@ -16,6 +16,7 @@ else that escapes is a bug and keeps its traceback.
     +-- ConnectError             a Spark Connect server that cannot be reached or used
     +-- SessionRootError         a session_root that other users could change
     +-- UnsupportedKernelError   an ipykernel without an internal the package needs
+    +-- PackagesError            a session's packages that cannot be installed
     +-- JobsCancelled            how a cell whose Spark jobs were cancelled ends
     +-- SessionLostError         how a cell ends whose session's driver or server is gone
 """
@@ -75,6 +76,11 @@ class SessionRootError(SparkSessionsError):
 
 class UnsupportedKernelError(SparkSessionsError):
     """This ipykernel lacks an internal the package cannot work without."""
+
+
+class PackagesError(SparkSessionsError):
+    """A session's Python packages cannot be installed (a missing wheel, an unknown
+    package, a conflict, no network): nothing was created or changed."""
 
 
 class JobsCancelled(SparkSessionsError):

@@ -62,6 +62,7 @@ _EXAMPLES = {
     "restart": "%spark_session restart",
     "reconnect": "%spark_session reconnect remote1",
     "share": "%spark_session share etl --weight 3",
+    "pip": "%spark_session pip etl 'scikit-learn==1.5.2'",
 }
 
 
@@ -110,6 +111,7 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
         "SparkSessionsConfig.default_master); only when no context runs yet.",
     )
     _share_options(create)
+    _package_options(create, required=False)
     create.add_argument(
         "--remote",
         metavar="URL",
@@ -220,7 +222,36 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
     )
     share.add_argument("name", metavar="NAME")
     _share_options(share)
+
+    pip = add(
+        "pip",
+        "Add Python packages to session NAME's own environment (built once, cached): its "
+        "new jobs' UDFs see them, over the kernel's; running jobs keep theirs.",
+    )
+    pip.add_argument("name", metavar="NAME")
+    pip.add_argument("pip", metavar="SPEC", nargs="*", help="As for --pip.")
+    _package_options(pip, required=True)
     return parser, subcommands
+
+
+def _package_options(sub: argparse.ArgumentParser, required: bool) -> None:
+    if not required:
+        sub.add_argument(
+            "--pip",
+            nargs="+",
+            default=[],
+            metavar="SPEC",
+            help="Python packages for this session's UDFs, in an environment of its own "
+            "(anything pip accepts: 'pandas==2.2.3', a path to a wheel); they win over "
+            "the kernel's, whose PySpark, pyarrow and pandas the UDFs still see.",
+        )
+    sub.add_argument(
+        "--requirements",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="A requirements file of packages for it; repeat for more.",
+    )
 
 
 def _share_options(sub: argparse.ArgumentParser) -> None:

@@ -24,6 +24,7 @@ from .gone_objects import MAKE_AGAIN
 from .magic_parser import help_text, parse_conf_pairs, parse_line
 from .registry import SessionRegistry
 from .session_cells import run_cell_in
+from .session_envs import Requirements, SessionEnv, requirements
 from .snapshot import FINAL_STATES, GroupView, SessionView
 
 if TYPE_CHECKING:
@@ -105,6 +106,11 @@ def _ui_text(info: SessionView) -> str:
     return f"{info.ui_url}, through the Jupyter server: {through}"
 
 
+def _env_line(env: SessionEnv) -> str:
+    how = f"built in {env.seconds:.1f} s" if env.built else "from the cache"
+    return f"Python environment with {env.wanted.describe()}: {how}."
+
+
 def _print_problems(sessions: Sequence[SessionView]) -> None:
     # One line per session that cannot work now, with the way out.
     for info in sessions:
@@ -146,9 +152,18 @@ class SparkSessionMagics(Magics):
         share = None
         if args.weight is not None or args.min_share is not None:
             share = PoolShare(args.weight or 1, args.min_share or 0)
+        packages = self._packages(args)
         managed = self.registry.create(
-            args.name, conf=conf, master=args.master, remote=args.remote, share=share
+            args.name,
+            conf=conf,
+            master=args.master,
+            remote=args.remote,
+            share=share,
+            packages=packages or None,
+            progress=print,
         )
+        if managed.env is not None:
+            print(_env_line(managed.env))
         print(
             f"Created session '{managed.name}' on {managed.backend.location()} "
             f"(bind it with `%spark_session use {managed.name}`)."
@@ -201,11 +216,24 @@ class SparkSessionMagics(Magics):
             ("files", len(self.registry.files(args.name))),
             ("spark ui", _ui_text(info)),
         ]
+        env = self.registry.get(args.name).env
+        if env is not None:
+            fields.append(("packages", f"{env.wanted.describe()} (Python: {env.python})"))
         # Always a state: "ready", or why the session cannot run jobs and the way out.
         fields.append(("state", info.disconnected or "ready"))
         if not info.disconnected:
             fields.append(("scheduling", self.registry.get(args.name).backend.scheduling()))
         print("\n".join(f"{k:<13} {v}" for k, v in fields))
+
+    def _packages(self, args: argparse.Namespace) -> Requirements:
+        return requirements(args.pip, args.requirements, os.getcwd())
+
+    def _cmd_pip(self, args: argparse.Namespace) -> None:
+        packages = self._packages(args)
+        if not packages:
+            raise UsageError("Name the packages: `%spark_session pip NAME SPEC ...`.")
+        env = self.registry.pip(args.name, packages, progress=print)
+        print(_env_line(env) + f" Session '{args.name}''s new jobs use it.")
 
     def _cmd_share(self, args: argparse.Namespace) -> None:
         if args.weight is None and args.min_share is None:

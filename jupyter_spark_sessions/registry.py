@@ -14,7 +14,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,12 +34,21 @@ from .errors import (
     ConfError,
     ConnectError,
     NotASparkSessionError,
+    PackagesError,
     SessionNameError,
     UnknownSessionError,
 )
 from .gone_objects import mark_gone
 from .poller import BoardPoller
+from .session_envs import (
+    PYTHON_CONF,
+    EnvironmentCache,
+    Requirements,
+    SessionEnv,
+    default_cache_dir,
+)
 from .session_release import (
+    Release,
     cancel_everything,
     quietly,
     release_at_shutdown,
@@ -63,6 +72,13 @@ _NAME_PATTERN = re.compile(r"[^\W\d][\w.-]{0,63}")
 #: A stopped session is released once none of its jobs ran for this long: until then
 #: the board cancels any job of it it sees (a running query's next job included).
 _STOPPED_SESSION_QUIET_SECONDS = 1.0
+
+
+_REMOTE_PACKAGES = (
+    "Packages for a session on a remote Spark Connect server are not supported yet (its "
+    "Python workers run on the server's machine): --pip works with classic sessions and "
+    "--remote local."
+)
 
 
 def check_session_name(name: str) -> None:
@@ -90,6 +106,8 @@ class ManagedSession:
     remote: str | None = None
     #: Its share of the task slots (its own scheduler pool's weights), when it has one.
     share: PoolShare | None = None
+    #: The Python environment its UDFs run in, when it asked for packages.
+    env: SessionEnv | None = None
 
     @property
     def session(self) -> Any:
@@ -119,31 +137,6 @@ class RestartReport:
     dropped: tuple[str, ...]  # adopted sessions: only their owner can make them again
     started: bool  # False when the context ran and only sessions needed making again
     refused: tuple[str, ...] = ()  # files Spark did not take again, one line each
-
-
-class Release:
-    """The background release of a stopped session; ``wait`` for it in tests or scripts."""
-
-    def __init__(self, name: str, directory: Path) -> None:
-        self.name = name
-        self.directory = directory
-        self.error: BaseException | None = None
-        #: The job groups its stop cancelled (none when nothing ran).
-        self.cancelled: tuple[str, ...] = ()
-        self._done = threading.Event()
-
-    @property
-    def done(self) -> bool:
-        """True once the session's jobs ended and its resources were released."""
-        return self._done.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until released; False when ``timeout`` passed first."""
-        return self._done.wait(timeout)
-
-    def _finish(self, error: BaseException | None = None) -> None:
-        self.error = error
-        self._done.set()
 
 
 class SessionRegistry:
@@ -264,11 +257,15 @@ class SessionRegistry:
         master: str | None = None,
         remote: str | None = None,
         share: PoolShare | None = None,
+        packages: Requirements | None = None,
+        progress: Callable[[str], None] = log.info,
     ) -> ManagedSession:
         """Create an isolated session ``name``: on the shared SparkContext, started on
         ``master`` (default: the configured one) when none runs, in a scheduler pool of
         its own with ``share`` (see ``SharedContext.create_session``); or, with
-        ``remote`` (``sc://host:port`` or ``local``), a Spark Connect session."""
+        ``remote`` (``sc://host:port`` or ``local``), a Spark Connect session. With
+        ``packages``, its UDFs run in a Python environment of their own (built, with
+        ``progress`` lines, unless cached: ``session_envs``)."""
         check_session_name(name)
         if remote is not None and master is not None:
             raise ConnectError(
@@ -277,8 +274,13 @@ class SessionRegistry:
             )
         if remote is not None and share is not None:
             raise ConfError(_CONNECT_SHARES)
+        if packages and remote not in (None, "local"):
+            raise PackagesError(_REMOTE_PACKAGES)
         with self._reserve(name):
             settings = {**self.config.session_defaults, **(conf or {})}
+            env = self._environment(packages, progress) if packages else None
+            if env is not None:
+                settings[PYTHON_CONF] = env.python
             backend: SessionBackend
             if remote is not None:
                 backend = self.connect_endpoints.create_session(remote, name, settings)
@@ -286,7 +288,30 @@ class SessionRegistry:
                 backend = self.context.create_session(name, settings, master, share)
             managed = self.register(name, backend, "created", isolated=True)
             managed.settings, managed.remote, managed.share = settings, remote, share
+            managed.env = env
             return managed
+
+    def _environment(self, packages: Requirements, progress: Callable[[str], None]) -> SessionEnv:
+        root = self.config.env_cache_dir or str(default_cache_dir())
+        return EnvironmentCache(Path(root)).get_or_build(packages, progress)
+
+    def pip(
+        self, name: str, packages: Requirements, progress: Callable[[str], None] = log.info
+    ) -> SessionEnv:
+        """Add ``packages`` to session ``name``'s own (its new jobs' UDFs run in the
+        environment of all of them; running jobs keep theirs). Nothing changes when the
+        environment cannot be built."""
+        managed = self.get(name)
+        if managed.origin == "adopted":
+            raise PackagesError(f"'{name}' was adopted: its settings are its owner's.")
+        if managed.remote not in (None, "local"):
+            raise PackagesError(_REMOTE_PACKAGES)
+        wanted = managed.env.wanted.plus(packages) if managed.env else packages
+        env = self._environment(wanted, progress)
+        managed.session.conf.set(PYTHON_CONF, env.python)
+        managed.settings = {**managed.settings, PYTHON_CONF: env.python}
+        managed.env = env
+        return env
 
     def adopt(self, name: str, session: object, what: str | None = None) -> ManagedSession:
         """Register an existing SparkSession as ``name``; it will never be stopped by
@@ -534,7 +559,7 @@ class SessionRegistry:
         if managed.origin == "adopted":
             managed.backend.forget()
             _remove_directory(managed.directory)
-            release._finish()
+            release.finish()
             return release
         thread = threading.Thread(
             target=self._release_when_idle,
@@ -552,9 +577,9 @@ class SessionRegistry:
             _remove_directory(managed.directory)
         except BaseException as exc:  # reported on the handle, never lost in a thread
             log.exception("releasing Spark session %r failed", managed.name)
-            release._finish(exc)
+            release.finish(exc)
         else:
-            release._finish()
+            release.finish()
         finally:
             self.board.released(managed.name)
 

@@ -6,8 +6,10 @@ by ``reconnect``. Failures are logged, never raised: the kernel is going on (or 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from . import job_tags
@@ -16,6 +18,32 @@ if TYPE_CHECKING:
     from .backends.base import SessionBackend
 
 log = logging.getLogger(__name__)
+
+
+class Release:
+    """The background release of a stopped session; ``wait`` for it in tests or scripts."""
+
+    def __init__(self, name: str, directory: Path) -> None:
+        self.name = name
+        self.directory = directory
+        self.error: BaseException | None = None
+        #: The job groups its stop cancelled (none when nothing ran).
+        self.cancelled: tuple[str, ...] = ()
+        self._done = threading.Event()
+
+    @property
+    def done(self) -> bool:
+        """True once the session's jobs ended and its resources were released."""
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until released; False when ``timeout`` passed first."""
+        return self._done.wait(timeout)
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Mark it released (``error``: why the release failed)."""
+        self.error = error
+        self._done.set()
 
 
 class ManagedSession(Protocol):

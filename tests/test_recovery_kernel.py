@@ -23,6 +23,7 @@ import pytest
 from conftest import free_port, start_extension_kernel
 from test_connect_kernel import CONNECT_LONG_CELL, UDFS
 from test_job_board_kernel import LONG_CELL, board, request, wait_for_group
+from tiny_wheels import make_wheel
 
 from jupyter_spark_sessions.backends.local_connect_server import LocalConnectServer
 from kernel_driver import Kernel, assert_cancelled_in_one_line
@@ -58,6 +59,17 @@ def _read_archive(x):
     with open("pack/inside.txt") as f:
         return f.read().strip()
 spark.range(1).select(_read_archive("id")).first()[0]
+"""
+
+
+PACKAGE_VERSION_CELL = """
+from pyspark.sql.functions import udf
+
+@udf("string")
+def _package_version(x):
+    import jsstiny
+    return jsstiny.__version__
+spark.range(1).select(_package_version("id")).first()[0]
 """
 
 
@@ -252,12 +264,15 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
 ) -> None:
     kernel = start_extension_kernel(tmp_path_factory, QUIET_CONF)
     try:
-        make_files(Path(kernel.value("__import__('os').getcwd()")))
+        cwd = Path(kernel.value("__import__('os').getcwd()"))
+        make_files(cwd)
+        wheel = make_wheel(cwd, "jsstiny", "1.0")
+        kernel.ok(f"{REGISTRY}.config.env_cache_dir = {str(cwd / 'envs')!r}")
         kernel.ok(
             f"%spark_session create a --master {master} --conf spark.sql.shuffle.partitions=3\n"
             "%spark_session add_file a lookup.csv\n"
             "%spark_session add_pyfile a helper.py\n"
-            "%spark_session create b\n"
+            f"%spark_session create b --pip ./{wheel.name}\n"
             "%spark_session add_archive b pack.zip\n"
             "%spark_session create c\n"
             "from pyspark.sql import SparkSession\n"
@@ -344,6 +359,8 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
         assert kernel.ok(READ_FILES_CELL).result_text == "'from-a|helper-of-a'"
         kernel.ok("%spark_session use b")
         assert kernel.ok(READ_ARCHIVE_CELL).result_text == '"in-b\'s-archive"'
+        # b's UDFs run in its own Python environment again.
+        assert kernel.ok(PACKAGE_VERSION_CELL).result_text == "'1.0'"
         # The old context's jobs stay on the board as they ended; new ones are new.
         wait_for_group(kernel, lambda g: g["session"] == "b" and g["state"] == "succeeded")
         final = {g["id"]: g for g in board(kernel)["groups"]}

@@ -33,6 +33,7 @@ from conftest import StandaloneCluster, start_extension_kernel
 from test_connect_kernel import ACTIVE, STANDARD_CELL, expected
 from test_job_board_kernel import board
 from test_job_board_kernel import request as protocol_request
+from tiny_wheels import make_wheel
 
 from kernel_driver import Kernel
 
@@ -736,6 +737,70 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
         kernel, "b:9301 succeeded", lambda g: g["b:9301"]["state"] != "running", timeout=30
     )
     assert ended["b:9301"]["state"] == "succeeded"
+
+
+def test_sessions_with_packages_of_their_own_each_see_their_own_version(
+    env: Env, kernel: Kernel, tmp_path: Path
+) -> None:
+    """Two sessions made with two versions of one package run their UDFs at the same
+    time, each in its own environment; the kernel imports neither; a third session with
+    the first one's requirements takes its environment from the cache; a missing wheel
+    or package is one line that leaves no session and no cache entry."""
+    wheels = [make_wheel(tmp_path, "jsstiny", version) for version in ("1.0", "2.0")]
+    envs = tmp_path / "envs"
+    kernel.ok(f"_reg.config.env_cache_dir = {str(envs)!r}")
+    remote = " --remote local" if env.backend == "connect" else ""
+    flavour = (
+        "pyspark.sql.connect.functions" if env.backend == "connect" else "pyspark.sql.functions"
+    )
+    made = []
+    try:
+        for name, wheel in (("pv1", wheels[0]), ("pv2", wheels[1])):
+            out = kernel.ok(f"%spark_session create {name}{remote} --pip {wheel}").stdout
+            made.append(name)
+            assert f"Python environment with {wheel.name}: built in " in out, out
+        kernel.ok(
+            f"from {flavour} import udf as _version_udf\n"
+            "def _jsstiny_version(x):\n"
+            "    import time, jsstiny\n"
+            "    time.sleep(1)\n"
+            "    return jsstiny.__version__\n"
+            "_jsstiny = _version_udf(_jsstiny_version, 'string')\n"
+            "def _versions(name):\n"
+            "    rows = _reg.session(name).range(0, 2, 1, 2).select(_jsstiny('id')).collect()\n"
+            "    return [r[0] for r in rows]\n"
+            "_start('pv1', lambda: _versions('pv1'))\n"
+            "_start('pv2', lambda: _versions('pv2'))"
+        )
+        assert kernel.value("_join('pv1')") == ["1.0", "1.0"]
+        assert kernel.value("_join('pv2')") == ["2.0", "2.0"]
+        assert kernel.execute("import jsstiny").error_name == "ModuleNotFoundError"
+        built = sorted(p.name for p in envs.iterdir())
+        assert len(built) == 2, built
+
+        out = kernel.ok(f"%spark_session create pv3{remote} --pip {wheels[0]}").stdout
+        made.append("pv3")
+        assert f"Python environment with {wheels[0].name}: from the cache." in out, out
+        assert sorted(p.name for p in envs.iterdir()) == built
+        assert kernel.value("_versions('pv3')") == ["1.0", "1.0"]
+
+        if env.master == "local[2]":  # input errors: the same on every backend
+            for spec, line in [
+                (
+                    str(tmp_path / "missing-1.0-py3-none-any.whl"),
+                    f"No such file: {tmp_path / 'missing-1.0-py3-none-any.whl'} (a wheel "
+                    "or project to install).",
+                ),
+                ("jss-no-such-package-anywhere", "Could not install jss-no-such-package"),
+            ]:
+                refused = kernel.execute(f"%spark_session create pv4 --pip {spec}")
+                assert refused.usage_error.startswith(line), refused.usage_error
+                assert len(refused.usage_error.splitlines()) == 1, refused.usage_error
+                assert "pv4" not in kernel.value("_reg.names()")
+                assert sorted(p.name for p in envs.iterdir()) == built, "no half-built entry"
+    finally:
+        for name in made:
+            kernel.ok(f"%spark_session stop {name}")
 
 
 # -- what only Spark Connect has -------------------------------------------------------

@@ -1,0 +1,232 @@
+"""Each session its own Python packages: a virtual environment per set of requirements,
+whose interpreter runs the session's Python UDFs, pandas UDFs and pandas function APIs
+(Spark's per-session ``spark.sql.execution.pyspark.python``).
+
+- **What it sees.** The requested packages, installed in the environment's own
+  site-packages, then the kernel's site-packages (a ``.pth`` file appends them): its UDFs
+  get the kernel's PySpark, pyarrow and pandas, and the requested versions win. The
+  kernel's own interpreter and packages are never changed.
+- **Built once.** An environment is named by a hash of its requirements (with the
+  content of every wheel or requirements file they name) and of the kernel's Python,
+  PySpark and site-packages, and kept in the user's cache folder (mode 0700): the next
+  session or kernel with the same requirements uses it at once.
+- **Never half-built.** uv (from the package index: a resolver and installer many
+  times faster than pip, one static binary) builds it in a temporary folder beside the
+  cache entry, renamed into place only once the install succeeded; a failure or an
+  Interrupt removes it and says why in a few lines (uv's own last lines).
+- **By path.** The environment is used where it was built: the kernel's machine, which
+  is where local masters, ``local-cluster``, a standalone cluster on this host and the
+  local Spark Connect server run their Python workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import PackagesError
+
+#: The per-session SQL setting naming the interpreter of the session's Python workers.
+PYTHON_CONF = "spark.sql.execution.pyspark.python"
+#: How many of uv's last lines a failed build shows.
+_ERROR_LINES = 4
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a session asked for: pip specifiers (a local wheel as its absolute path) and
+    requirements files (absolute paths), in the order given."""
+
+    specs: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.specs or self.files)
+
+    def plus(self, other: Requirements) -> Requirements:
+        """These and ``other``'s (for ``pip``: the later wins where pip decides)."""
+        return Requirements(
+            tuple(dict.fromkeys(self.specs + other.specs)),
+            tuple(dict.fromkeys(self.files + other.files)),
+        )
+
+    def describe(self) -> str:
+        """One line: ``jsspkg==1.0, ./x-1.0-py3-none-any.whl, -r req.txt``."""
+        shown = [Path(s).name if _is_path(s) else s for s in self.specs]
+        return ", ".join(shown + [f"-r {Path(f).name}" for f in self.files])
+
+
+def requirements(specs: Iterable[str], files: Iterable[str], cwd: str) -> Requirements:
+    """Requirements from the magics' words: a spec that names a file (a wheel, a
+    directory with a project) is made absolute; a missing one is refused."""
+    resolved = []
+    for spec in specs:
+        if _is_path(spec):
+            path = Path(cwd, os.path.expanduser(spec)).resolve()
+            if not path.exists():
+                raise PackagesError(f"No such file: {spec} (a wheel or project to install).")
+            spec = str(path)
+        resolved.append(spec)
+    found = []
+    for name in files:
+        path = Path(cwd, os.path.expanduser(name)).resolve()
+        if not path.is_file():
+            raise PackagesError(f"No such requirements file: {name}.")
+        found.append(str(path))
+    return Requirements(tuple(resolved), tuple(found))
+
+
+def _is_path(spec: str) -> bool:
+    return spec.endswith((".whl", ".tar.gz", ".zip")) or spec.startswith(("/", ".", "~"))
+
+
+def _digest(path: str) -> str:
+    target = Path(path)
+    if target.is_dir():  # a project folder: its name is what we know cheaply
+        return "dir:" + str(target)
+    return hashlib.sha256(target.read_bytes()).hexdigest()
+
+
+def env_key(wanted: Requirements) -> str:
+    """The cache name of the environment for ``wanted`` in this kernel."""
+    import pyspark
+
+    described = {
+        "python": sys.version,
+        "executable": os.path.realpath(sys.executable),
+        "site": _kernel_site_packages(),
+        "pyspark": pyspark.__version__,
+        "specs": list(wanted.specs),
+        "files": [[f, _digest(f)] for f in wanted.files],
+        "wheels": [[s, _digest(s)] for s in wanted.specs if _is_path(s)],
+    }
+    text = json.dumps(described, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _kernel_site_packages() -> list[str]:
+    paths = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    return list(dict.fromkeys(paths))
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/jupyter_spark_sessions/envs`` (``~/.cache/...`` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "jupyter_spark_sessions" / "envs"
+
+
+@dataclass(frozen=True)
+class SessionEnv:
+    """A built environment: its interpreter, what it holds, and whether this call built
+    it (False: found in the cache)."""
+
+    python: str
+    key: str
+    wanted: Requirements
+    built: bool
+    seconds: float
+
+
+class EnvironmentCache:
+    """The environments of one user, in ``root`` (mode 0700)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, wanted: Requirements) -> Path:
+        return self.root / env_key(wanted)
+
+    def get_or_build(self, wanted: Requirements, say: Callable[[str], None]) -> SessionEnv:
+        """The environment for ``wanted``, built if the cache lacks it; ``say`` gets
+        the build's progress lines. PackagesError (nothing left behind) on failure."""
+        started = time.monotonic()
+        key = env_key(wanted)
+        target = self.root / key
+        python = target / "bin" / "python"
+        if python.exists():
+            return SessionEnv(str(python), key, wanted, False, time.monotonic() - started)
+        self._make_root()
+        building = self.root / f".building-{key}-{uuid.uuid4().hex[:8]}"
+        try:
+            say(f"Building a Python environment for {wanted.describe()} ...")
+            self._build(building, wanted, say)
+            try:
+                building.rename(target)
+            except OSError:  # another kernel finished the same one first: use it
+                if not python.exists():
+                    raise
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+        return SessionEnv(str(python), key, wanted, True, time.monotonic() - started)
+
+    def _make_root(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.root, 0o700)
+
+    def _build(self, folder: Path, wanted: Requirements, say: Callable[[str], None]) -> None:
+        uv = _uv()
+        _run([uv, "venv", "--quiet", "--python", sys.executable, str(folder)], say, wanted)
+        site = _env_site_packages(folder)
+        # After the environment's own packages: the kernel's (PySpark, pyarrow, pandas).
+        (site / "_jupyter_spark_sessions_kernel.pth").write_text(
+            "\n".join(_kernel_site_packages()) + "\n"
+        )
+        command = [uv, "pip", "install", "--python", str(folder / "bin" / "python")]
+        command += list(wanted.specs)
+        for file in wanted.files:
+            command += ["-r", file]
+        _run(command, say, wanted)
+
+
+def _env_site_packages(folder: Path) -> Path:
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return folder / "lib" / version / "site-packages"
+
+
+def _uv() -> str:
+    from uv import find_uv_bin
+
+    return str(find_uv_bin())
+
+
+def _run(command: list[str], say: Callable[[str], None], wanted: Requirements) -> None:
+    """Run one uv step, passing its lines on; an Interrupt stops it."""
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1", "UV_NO_PROGRESS": "1"},
+    )
+    lines: list[str] = []
+    failing = False  # from uv's first error line on, the lines go into the error only
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            line = line.rstrip()
+            if not line or line.startswith("Using Python"):  # the temporary folder's path
+                continue
+            lines.append(line)
+            failing = failing or line.lstrip(" \u00d7").lower().startswith("error")
+            if not failing:
+                say(line)
+        code = process.wait()
+    except BaseException:  # an Interrupt: stop uv, the caller removes the folder
+        process.kill()
+        process.wait()
+        raise
+    if code != 0:
+        last = [line for line in lines if line.strip()][-_ERROR_LINES:]
+        raise PackagesError(
+            f"Could not install {wanted.describe()}: " + " / ".join(s.strip() for s in last)
+        )
