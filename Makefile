@@ -226,6 +226,7 @@ bench: setup
 	$(BIN)/python benchmarks/artifacts.py
 	$(BIN)/python benchmarks/kernel_shutdown.py
 	$(BIN)/python benchmarks/fair_share.py
+	$(BIN)/python benchmarks/session_env.py
 	$(BIN)/python benchmarks/report.py
 
 clean:

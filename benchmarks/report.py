@@ -162,7 +162,31 @@ Target: `make test` after set-up under 20:00. Met: **{"yes" if total < 1200 else
 """
 
 
+def _session_env(r: dict[str, Any]) -> str:
+    m = r["median_s"]
+    udf = f"{m['env']:.2f} s / {m['kernel']:.2f} s = {r['udf_ratio']:.2f}"
+    return f"""## Per-session Python environments (`benchmarks/session_env.py`)
+
+Building a session's environment with one small package (a local wheel: the network
+does not decide the figure) by this project (uv, into an empty cache), then taking it
+from the cache, against `python -m venv` + `pip install` of the same wheel; and a Python
+UDF over {r["rows"]:,} rows (`x + 1`, summed) in a session whose UDFs run in such an
+environment against a session on the kernel's interpreter, one `local[2]` context,
+alternating. Medians of {r["rounds"]} rounds.
+
+| figure | measured | target |
+|---|---|---|
+| first build (uv) | {m["first"]:.2f} s | |
+| from the cache | {m["cached"] * 1000:.1f} ms | <= 1 s |
+| `python -m venv` + `pip install`, for comparison | {m["venv_pip"]:.2f} s | |
+| UDF over {r["rows"]:,} rows: own environment / kernel's Python | {udf} | <= 1.1 |
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+"""
+
+
 RENDERERS = {
+    "session_env": _session_env,
     "board_overhead": board_overhead_render.render,
     "board_overhead_big": board_overhead_render.render_big,
     "board_scale": board_scale_render.render,

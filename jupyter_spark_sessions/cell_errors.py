@@ -27,7 +27,7 @@ from IPython.core.error import UsageError
 from . import ipykernel_internals
 from .backends.spark_errors import cancellation_line, mixes_flavours
 from .errors import JobsCancelled, SessionLostError
-from .gone_objects import OLD_DRIVER, gone_object_line, looks_gone
+from .gone_objects import OLD_DRIVER, gone_object_line, looks_gone, sessions_used
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -112,11 +112,11 @@ class CancelledCellErrors:
             # An object of a session given up first: a live session's backend would
             # otherwise take its error for its own loss.
             line = gone_object_line(tb)
-            shown = (SessionLostError, line) if line else self._lost(value)
+            shown = (SessionLostError, line) if line else self._lost(value, tb)
             if shown is None and self.registry and self.registry.context.replaced:
                 shown = (SessionLostError, OLD_DRIVER)
         else:
-            shown = self._lost(value)
+            shown = self._lost(value, tb)
         if shown is None:
             return False
         sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %tb
@@ -131,15 +131,21 @@ class CancelledCellErrors:
         cancels = self.registry.board.cancels_of_cell(count)
         return cancel_story(cancels) if cancels else ""
 
-    def _lost(self, error: BaseException) -> tuple[type[BaseException], str] | None:
-        # The bound session first: its backend knows best whether this is its loss.
+    def _lost(
+        self, error: BaseException, tb: TracebackType | None
+    ) -> tuple[type[BaseException], str] | None:
+        # The bound session first: its backend knows best whether this is its loss. When
+        # the failed calls show which sessions they used, only those may claim it.
         if self.registry is None:
             return None
         bound = self.registry.find(self.shell.user_ns.get("spark"))
         names = self.registry.names()
         if bound is not None:
             names = [bound.name] + [n for n in names if n != bound.name]
+        used = sessions_used(tb)
         for name in names:
+            if used and not any(s is self.registry.get(name).session for s in used):
+                continue
             is_bound = bound is not None and name == bound.name
             try:
                 line = self.registry.get(name).backend.explain(error, bound=is_bound)

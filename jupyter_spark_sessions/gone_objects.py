@@ -77,24 +77,42 @@ def looks_gone(error: BaseException) -> bool:
     return False
 
 
-def gone_object_line(tb: TracebackType | None) -> str:
-    """One line for the first object of a gone session the traceback's frames used;
-    "" when they used none."""
+def _used_sessions(tb: TracebackType | None) -> list[tuple[object, object]]:
+    """(object, its session) for each session the traceback's calls used: a frame's
+    local that is a session, or a PySpark object holding one in its ``_session`` (a
+    DataFrame). Never a cell's or module's namespace, which holds every variable."""
+    found: list[tuple[object, object]] = []
     while tb is not None:
         frame = tb.tb_frame
         tb = tb.tb_next
         if frame.f_locals is frame.f_globals:
-            continue  # a cell's or module's namespace: every variable, used or not
+            continue
         for value in list(frame.f_locals.values()):
-            story = _story_of(value)
-            if story is not None:
-                return f"This SparkSession is {story}: use a session that runs."
-            if type(value).__module__.startswith("pyspark."):
+            if type(value).__name__ == "SparkSession":
+                found.append((value, value))
+            elif type(value).__module__.startswith("pyspark."):
                 held = getattr(value, "__dict__", {}).get("_session")
-                story = _story_of(held) if held is not None else None
-                if story is not None:
-                    what = type(value).__name__
-                    return f"This {what} belongs to {story}: run the cells that made it again."
+                if held is not None:
+                    found.append((value, held))
+    return found
+
+
+def sessions_used(tb: TracebackType | None) -> list[object]:
+    """The sessions the failed calls used, as far as their frames show."""
+    return [session for _, session in _used_sessions(tb)]
+
+
+def gone_object_line(tb: TracebackType | None) -> str:
+    """One line for the first object of a gone session the traceback's frames used;
+    "" when they used none."""
+    for value, session in _used_sessions(tb):
+        story = _story_of(session)
+        if story is None:
+            continue
+        if value is session:
+            return f"This SparkSession is {story}: use a session that runs."
+        what = type(value).__name__
+        return f"This {what} belongs to {story}: run the cells that made it again."
     return ""
 
 

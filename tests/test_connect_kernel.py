@@ -305,17 +305,18 @@ def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: K
     session_id = kernel.value(connect_registry("get('gone').session_id"))
     kernel.ok("%%spark_session gone\ngone_df = spark.range(3)")
     kernel.ok("%spark_session stop gone")
-    # An object the stopped session made: one line saying whose it was.
+    kernel.ok(
+        "_jss_gone_release = __import__('jupyter_spark_sessions').registry."
+        "default_registry()._releases['gone']\n"
+        "assert _jss_gone_release.wait(30) and _jss_gone_release.error is None"
+    )
+    # An object the released session made: one line saying whose it was. (Before the
+    # release ends, its query would be cancelled as the stop's: "... by `stop`".)
     stale = kernel.execute("gone_df.count()")
     assert stale.error_name == "SessionLostError" and len(stale.traceback) == 1, stale.traceback
     assert stale.error_value == (
         "This DataFrame belongs to session 'gone', which `%spark_session stop` ended: run the "
         "cells that made it again."
-    )
-    kernel.ok(
-        "_jss_gone_release = __import__('jupyter_spark_sessions').registry."
-        "default_registry()._releases['gone']\n"
-        "assert _jss_gone_release.wait(30) and _jss_gone_release.error is None"
     )
     # A new client asking the server for that session id: the server released it.
     reattach = kernel.execute(
@@ -461,7 +462,9 @@ def test_local_server_killed_mid_query_then_reconnect_brings_the_session_back(
     reconnected = kernel.ok("%spark_session reconnect c1", timeout=180).stdout
     assert re.match(
         r"Session 'c1' made again on Spark Connect sc://localhost:\d+ with its settings and its "
-        r"3 file\(s\) added again\.\n`spark` now refers to the new session\.\n$",
+        r"3 file\(s\) added again\.\nDataFrames, UDFs and columns made before belong to the old "
+        r"session: run the cells that made them again\.\n"
+        r"`spark` now refers to the new session\.\n$",
         reconnected,
     ), reconnected
     row = in_session(

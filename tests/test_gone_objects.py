@@ -10,15 +10,15 @@ from jupyter_spark_sessions import gone_objects
 from jupyter_spark_sessions.gone_objects import gone_object_line, looks_gone, mark_gone
 
 
-class Session:
-    """Stands for a SparkSession."""
+class SparkSession:
+    """Stands for a SparkSession (named like one: that is how frames are read)."""
 
 
-def _fail_with(session: Session) -> None:
+def _fail_with(session: SparkSession) -> None:
     raise ConnectionRefusedError(111, "Connection refused")
 
 
-def _traceback_of_call(session: Session) -> object:
+def _traceback_of_call(session: SparkSession) -> object:
     try:
         _fail_with(session)
     except ConnectionRefusedError:
@@ -42,7 +42,7 @@ def test_gone_driver_and_session_errors_count_and_user_errors_do_not() -> None:
 
 
 def test_a_marked_session_used_by_the_failed_call_is_named() -> None:
-    session = Session()
+    session = SparkSession()
     mark_gone(session, "session 'c', which `%spark_session stop` ended")
     line = gone_object_line(_traceback_of_call(session))  # type: ignore[arg-type]
     assert line == (
@@ -50,11 +50,11 @@ def test_a_marked_session_used_by_the_failed_call_is_named() -> None:
         "that runs."
     )
     # Another session, never given up: nothing to say.
-    assert gone_object_line(_traceback_of_call(Session())) == ""  # type: ignore[arg-type]
+    assert gone_object_line(_traceback_of_call(SparkSession())) == ""  # type: ignore[arg-type]
 
 
 def test_a_session_marked_then_collected_is_forgotten() -> None:
-    session = Session()
+    session = SparkSession()
     mark_gone(session, "session 'x', which `%spark_session stop` ended")
     before = len(gone_objects._gone)
     del session

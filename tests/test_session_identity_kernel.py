@@ -664,7 +664,7 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
     kernel.ok(
         "def _b_in_background():\n"
         "    with _reg.running_in('b', execution_count=9301) as s:\n"
-        "        return _slow_sum(s, 10, partitions=1)\n"
+        "        return _slow_sum(s, 25, partitions=1)\n"
         "_start('b', _b_in_background, inheritable=False)"
     )
     wait_until(
@@ -732,7 +732,7 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
     ), f"b's jobs filed as {b_filed}"
     assert_filed(kernel, {job: (group_a, "a") for job, owner in jobs if owner == "a"})
     assert kernel.ok("spark.range(3).count()").result_text == "3", "py4j still works"
-    assert kernel.value("_join('b')") == 45, "b's background job finishes"
+    assert kernel.value("_join('b')") == 300, "b's background job finishes"
     ended = wait_until(
         kernel, "b:9301 succeeded", lambda g: g["b:9301"]["state"] != "running", timeout=30
     )
