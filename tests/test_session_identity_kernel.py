@@ -661,10 +661,21 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
     tags included (b:N: the rule docs/jobs.md states), its slots are freed, py4j still
     works, and b's background job (a thread in ``running_in('b')`` of another cell,
     started before) finishes with the right sum."""
+    # b's rows take a second each while the gate file exists: long enough to still run
+    # at the interrupt however loaded the machine, and quick to finish once it is gone.
     kernel.ok(
+        "import os, tempfile\n"
+        "_gate = tempfile.mkstemp()[1]\n"
+        "@_long_udf\n"
+        "def _gated(x, _gate=_gate):\n"
+        "    import os, time\n"
+        "    if os.path.exists(_gate):\n"
+        "        time.sleep(1)\n"
+        "    return x\n"
         "def _b_in_background():\n"
         "    with _reg.running_in('b', execution_count=9301) as s:\n"
-        "        return _slow_sum(s, 25, partitions=1)\n"
+        "        rows = s.range(0, 60, 1, 1).select(_gated('id').alias('v')).collect()\n"
+        "        return sum(r.v for r in rows)\n"
         "_start('b', _b_in_background, inheritable=False)"
     )
     wait_until(
@@ -732,7 +743,8 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
     ), f"b's jobs filed as {b_filed}"
     assert_filed(kernel, {job: (group_a, "a") for job, owner in jobs if owner == "a"})
     assert kernel.ok("spark.range(3).count()").result_text == "3", "py4j still works"
-    assert kernel.value("_join('b')") == 300, "b's background job finishes"
+    kernel.ok("os.remove(_gate)")
+    assert kernel.value("_join('b')") == 1770, "b's background job finishes"
     ended = wait_until(
         kernel, "b:9301 succeeded", lambda g: g["b:9301"]["state"] != "running", timeout=30
     )
