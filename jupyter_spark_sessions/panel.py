@@ -19,7 +19,15 @@ import ipywidgets as widgets
 from . import ipykernel_internals, spark_ui
 from .board import JobBoard
 from .errors import SparkSessionsError
-from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView, SessionView, share_text
+from .snapshot import (
+    FINAL_STATES,
+    BoardSnapshot,
+    GroupView,
+    JobView,
+    SessionView,
+    earlier_jobs_text,
+    share_text,
+)
 
 _BAR_STYLES = {
     "running": "info",
@@ -88,7 +96,10 @@ def _enable(button: widgets.Button, enabled: bool) -> None:
 def _job_link(job: JobView, session: SessionView | None) -> str:
     """Job N, linked to its page in Spark's UI through the Jupyter server's proxy."""
     text = f"job {job.id}"
-    path = spark_ui.job_path(session.ui_url, job.id) if session and not job.operation_id else None
+    # A Connect operation's number is the board's; a previous driver's job ids are
+    # another job's on the live driver.
+    linkable = session is not None and not job.operation_id and not job.previous_driver
+    path = spark_ui.job_path(session.ui_url, job.id) if session and linkable else None
     if path is None:
         return text
     href = spark_ui.join_base_url(spark_ui.base_url_from_environ(os.environ), path)
@@ -103,13 +114,13 @@ def _jobs_html(group: GroupView, session: SessionView | None) -> str:
     for job in group.jobs[-SHOWN_JOBS:]:
         tasks = job.tasks
         lines.append(
-            f"{_job_link(job, session)} {job.status.lower()} · "
+            f"{_job_link(job, session)} {job.state} · "
             f"{tasks.completed + tasks.skipped}/{tasks.total} tasks · "
             f"<code>{html.escape(job.name)}</code>"
         )
-    hidden = len(group.jobs) - SHOWN_JOBS
-    if hidden > 0:
-        lines.insert(1 if group.description else 0, f"… {hidden} earlier job(s)")
+    hidden = group.jobs[:-SHOWN_JOBS]
+    if hidden:
+        lines.insert(1 if group.description else 0, f"… {earlier_jobs_text(hidden)}")
     return "<small>" + "<br>".join(lines) + "</small>"
 
 
@@ -224,9 +235,12 @@ class BoardPanel:
         elif not snapshot.sessions and not snapshot.groups:
             self.header.value = "<b>Spark sessions</b>: no sessions yet."
         else:
+            # The sidebar's header says the same: the kernel answers, its Spark does not.
+            lost = sum(1 for s in snapshot.sessions if s.disconnected)
             self.header.value = (
-                f"<b>Spark sessions</b>: {len(snapshot.sessions)} session(s), "
-                f"{running} active job group(s)"
+                f"<b>Spark sessions</b>: {len(snapshot.sessions)} session(s)"
+                + (f" (<b>{lost} disconnected</b>)" if lost else "")
+                + f", {running} active job group(s)"
                 + (
                     f", {snapshot.other_running_jobs} other running job(s)"
                     if snapshot.other_running_jobs

@@ -328,6 +328,14 @@ export interface Job {
    * Spark Connect: the operation this job stands for ("" for classic jobs).
    */
   operation_id: string;
+  /**
+   * Its state in the views' words: Spark's status, except that a job a cancel ended (which Spark reports FAILED) is cancelled.
+   */
+  state: 'running' | 'succeeded' | 'failed' | 'cancelled' | 'lost';
+  /**
+   * It ran on a driver that was since replaced (restart): the live driver's Spark UI has another job under its id, so views do not link it.
+   */
+  previous_driver: boolean;
 }
 /**
  * One running stage of a running job.
@@ -496,7 +504,7 @@ export interface CellProgress {
   groups: CellProgressGroup[];
 }
 /**
- * One job group of the cell (one per session it ran jobs in), as the view shows it.
+ * One job group of the cell (one per session it ran jobs in), as the view shows it. `tasks`: the tasks of all its jobs, `active` counting only those of its running jobs (an ended job's tasks still winding down are not running work).
  */
 export interface CellProgressGroup {
   id: Name;
@@ -509,18 +517,18 @@ export interface CellProgressGroup {
   description: string;
   jobs: number;
   jobs_running: number;
-  tasks: {
-    total: number;
-    done: number;
-    active: number;
-    failed: number;
-  };
   /**
-   * The latest running job, or null.
+   * Its jobs that succeeded.
+   */
+  jobs_done: number;
+  tasks: CellTasks;
+  /**
+   * The latest running job with its own tasks (what the running view's bar shows: a cell's later jobs are not known yet), or null.
    */
   job: {
     id: number;
     name: string;
+    tasks: CellTasks;
   } | null;
   /**
    * That job's latest running stage, or null.
@@ -545,4 +553,13 @@ export interface CellProgressGroup {
    * A Cancel can still stop something: the group runs jobs, or its cell still runs.
    */
   cancellable: boolean;
+}
+/**
+ * Task counts as the in-cell view shows them (`done`: completed or skipped).
+ */
+export interface CellTasks {
+  total: number;
+  done: number;
+  active: number;
+  failed: number;
 }

@@ -95,7 +95,14 @@ export class SparkSessionsSidebar extends Widget {
         baseUrl: this._baseUrl,
         connected: follower.connection !== null,
         cancel: target => follower.cancel(target),
-        everySecond: refresh => ticker.add(refresh)
+        everySecond: refresh => ticker.add(refresh),
+        isExpanded: id => this._expanded.has(id),
+        toggleExpanded: id => {
+          if (!this._expanded.delete(id)) {
+            this._expanded.add(id);
+          }
+          this._render();
+        }
       },
       follower.notebookPath
     );
@@ -104,6 +111,8 @@ export class SparkSessionsSidebar extends Widget {
 
   private readonly _follower: KernelFollower;
   private readonly _ticker = new ElapsedTicker();
+  /** Groups whose every job the user asked to see (by id). */
+  private readonly _expanded = new Set<string>();
   private readonly _baseUrl: string;
   private readonly _disconnectModel: () => void;
 }

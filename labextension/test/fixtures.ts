@@ -24,6 +24,8 @@ export function job(partial: Partial<Job> = {}): Job {
     kill_reasons: [],
     stages: [],
     operation_id: '',
+    state: 'running',
+    previous_driver: false,
     ...partial
   };
 }
