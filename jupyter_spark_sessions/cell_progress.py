@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import ipykernel_internals
-from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView, TaskCounts
+from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView, SessionView, TaskCounts
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -166,8 +166,8 @@ def render(
     count: int, groups: list[GroupView], snapshot: BoardSnapshot, final: bool, now: float
 ) -> dict[str, Any]:
     """The output's mime bundle."""
-    ui_urls = {s.name: s.ui_url for s in snapshot.sessions}
-    entries = [_group_entry(g, ui_urls.get(g.session, ""), now) for g in groups]
+    sessions = {s.name: s for s in snapshot.sessions}
+    entries = [_group_entry(g, sessions.get(g.session), now) for g in groups]
     data = {"version": VERSION, "cell": count, "final": final, "groups": entries}
     lines = [summary_line(e) if final else running_line(e) for e in entries]
     text = "\n".join(lines)
@@ -186,7 +186,7 @@ def _cell_tasks(tasks: TaskCounts, active: int) -> dict[str, int]:
     return {"total": tasks.total, "done": done, "active": active, "failed": tasks.failed}
 
 
-def _group_entry(group: GroupView, ui_url: str, now: float) -> dict[str, Any]:
+def _group_entry(group: GroupView, session: SessionView | None, now: float) -> dict[str, Any]:
     job = _running_job(group)
     stage = job.stages[-1] if job is not None and job.stages else None
     end = group.completed_at or now
@@ -223,7 +223,8 @@ def _group_entry(group: GroupView, ui_url: str, now: float) -> dict[str, Any]:
         ),
         "submitted_at": group.submitted_at,
         "elapsed": round(elapsed, 1),
-        "ui_url": ui_url,
+        "ui_url": session.ui_url if session else "",
+        "operations_page": session.operations_page if session else "",
         "cancellable": group.state == "running" or between_jobs,
     }
 

@@ -96,16 +96,23 @@ def _enable(button: widgets.Button, enabled: bool) -> None:
 def _job_link(job: JobView, session: SessionView | None) -> str:
     """Job N, linked to its page in Spark's UI through the Jupyter server's proxy."""
     text = f"job {job.id}"
-    # A Connect operation's number is the board's; a previous driver's job ids are
-    # another job's on the live driver.
-    linkable = session is not None and not job.operation_id and not job.previous_driver
-    path = spark_ui.job_path(session.ui_url, job.id) if session and linkable else None
+    # A Connect operation's number is the board's: it links to the server UI's page of
+    # the session's operations; a previous driver's job ids are other jobs now.
+    path = None
+    if session is not None and job.operation_id:
+        path = spark_ui.page_path(session.ui_url, session.operations_page)
+    elif session is not None and not job.previous_driver:
+        path = spark_ui.job_path(session.ui_url, job.id)
     if path is None:
         return text
     href = spark_ui.join_base_url(spark_ui.base_url_from_environ(os.environ), path)
+    title = (
+        "The session's operations in the Spark Connect server's UI"
+        if job.operation_id
+        else "This job in Spark's UI"
+    )
     return (
-        f'<a href="{html.escape(href)}" target="_blank" rel="noopener" '
-        f'title="This job in Spark\'s UI">{text}</a>'
+        f'<a href="{html.escape(href)}" target="_blank" rel="noopener" title="{title}">{text}</a>'
     )
 
 

@@ -161,6 +161,8 @@ class SessionView:
     running_jobs: int = 0
     #: The driver's Spark UI ("" when it is off, or the server's own: Connect).
     ui_url: str = ""
+    #: The page of that UI listing its operations with their jobs (Connect; "").
+    operations_page: str = ""
     #: Its share of the task slots against other sessions' ("weight 3, min share 1";
     #: "pool 'x'" in a pool of the user's; "" in one queue for all: FIFO).
     share: str = ""

@@ -11,6 +11,7 @@ import comm
 import pytest
 from comm import DummyComm
 
+from jupyter_spark_sessions.backends.base import OperationReport
 from jupyter_spark_sessions.board import JobBoard
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import UnknownSessionError
@@ -208,4 +209,36 @@ def test_the_header_says_when_the_sessions_spark_is_gone() -> None:
     )
     feed(board, "RUNNING", session=gone)
     assert "1 session(s) (<b>1 disconnected</b>)" in panel.header.value, panel.header.value
+    panel.close()
+
+
+def test_a_connect_operation_links_to_its_sessions_operations_on_the_servers_ui() -> None:
+    # Issue 28 (9): its number is the board's, not a Spark job id: no job page of its own.
+    connect = SessionView(
+        "a",
+        "created",
+        "connect",
+        "sc://localhost:15002",
+        "s-1",
+        True,
+        "/tmp/a",
+        ui_url="http://127.0.0.1:4045",
+        operations_page="connect/session/?id=s-1&userId=ann",
+    )
+    board, panel = new_panel()
+    board.cell_started("a", 3, "spark.range(9).collect()")
+    board.record_operation(
+        "a",
+        OperationReport(
+            "op-1",
+            frozenset({"jss:a", "jss:a:3"}),
+            ((0, 2, 1, False),),
+            1,
+            False,
+            thread_cell=3,
+        ),
+    )
+    board.update([], {}, 0, [connect])
+    jobs = panel._group_rows["a:3"].jobs.value
+    assert 'href="/proxy/4045/connect/session/?id=s-1&amp;userId=ann"' in jobs, jobs
     panel.close()

@@ -21,7 +21,7 @@ import { el, externalLink } from './dom';
 import { oneLine } from './format';
 import { cancelRequest } from './messages';
 import type { CellProgress, CellProgressGroup, CellTasks } from './protocol';
-import { sparkJobUrl, sparkJobsUrl } from './sparkUi';
+import { sparkJobUrl, sparkJobsUrl, sparkPageUrl } from './sparkUi';
 
 export const CELL_PROGRESS_MIME =
   'application/vnd.jupyter-spark-sessions.cell+json';
@@ -208,8 +208,11 @@ export class CellProgressRenderer
     );
     row.append(elapsed);
     if (group.job) {
+      // A Connect session's job numbers are the board's: its operations page.
       const job = link(
-        sparkJobUrl(baseUrl, group.ui_url, group.job.id),
+        group.operations_page
+          ? sparkPageUrl(baseUrl, group.ui_url, group.operations_page)
+          : sparkJobUrl(baseUrl, group.ui_url, group.job.id),
         `job ${group.job.id}`,
         group.job.name
       );

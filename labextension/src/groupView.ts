@@ -14,7 +14,7 @@ import {
   tasksDone
 } from './format';
 import type { Group, Job, Session, Stage } from './protocol';
-import { sparkJobUrl } from './sparkUi';
+import { sparkJobUrl, sparkPageUrl } from './sparkUi';
 import { IViewContext, sessionsLink } from './viewContext';
 
 /**
@@ -134,18 +134,15 @@ function renderJob(
   line.title = job.previous_driver
     ? `${job.name}\n(on the driver before the restart)`
     : job.name;
-  // A Connect operation's number is the board's, not a Spark job id; a previous
-  // driver's job ids are other jobs on the live driver.
-  const jobUrl =
-    session && !job.operation_id && !job.previous_driver
-      ? sparkJobUrl(baseUrl, session.ui_url ?? '', job.id)
-      : null;
+  const jobUrl = jobLink(job, session, baseUrl);
   const label =
     jobUrl !== null
       ? sessionsLink(
           jobUrl,
           `Job ${job.id}`,
-          `${job.name}\nOpen job ${job.id} in the Spark UI`
+          job.operation_id
+            ? `${job.name}\nOpen ${session?.name}'s operations in the Spark Connect server's UI`
+            : `${job.name}\nOpen job ${job.id} in the Spark UI`
         )
       : el('span', undefined, `Job ${job.id}`);
   label.classList.add('jp-SparkSessions-jobLabel');
@@ -175,6 +172,28 @@ function renderJob(
     block.appendChild(renderStage(stage));
   }
   return block;
+}
+
+/**
+ * Where a job's number links: its page in Spark's UI; for a Connect operation
+ * (whose number is the board's, not a Spark job id) the server UI's page of the
+ * session's operations; nothing for a previous driver's job (its id is another
+ * job on the live driver) or without a UI.
+ */
+export function jobLink(
+  job: Job,
+  session: Session | null,
+  baseUrl: string
+): string | null {
+  if (!session) {
+    return null;
+  }
+  if (job.operation_id) {
+    return sparkPageUrl(baseUrl, session.ui_url, session.operations_page);
+  }
+  return job.previous_driver
+    ? null
+    : sparkJobUrl(baseUrl, session.ui_url ?? '', job.id);
 }
 
 /** A running stage: its own bar, and how many of its tasks run now. */

@@ -243,6 +243,10 @@ export interface Session {
    */
   ui_url: string;
   /**
+   * The page of that UI (a path under it) listing the session's operations with their Spark jobs: a local Spark Connect server's Connect tab ("" for classic sessions, whose jobs have pages of their own, and without a UI).
+   */
+  operations_page: string;
+  /**
    * Its share of the task slots against other sessions' ("weight 3, min share 1"; "pool 'x'" in a pool of the user's; "" when every session's jobs share one queue: FIFO).
    */
   share: string;
@@ -549,6 +553,10 @@ export interface CellProgressGroup {
    * The session's Spark UI address ("" when it has none).
    */
   ui_url: string;
+  /**
+   * The page of that UI listing the session's operations (Spark Connect; "" otherwise): where its job links go.
+   */
+  operations_page: string;
   /**
    * A Cancel can still stop something: the group runs jobs, or its cell still runs.
    */

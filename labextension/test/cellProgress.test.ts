@@ -33,6 +33,7 @@ function entry(fields: Partial<CellProgressGroup> = {}): CellProgressGroup {
     submitted_at: 1000,
     elapsed: 12.3,
     ui_url: 'http://127.0.0.1:4040',
+    operations_page: '',
     cancellable: true,
     ...fields
   };
@@ -126,6 +127,21 @@ describe('the view', () => {
     ) as HTMLButtonElement;
     expect(pending.disabled).toBe(true);
     expect(pending.textContent).toBe('Cancelling…');
+  });
+
+  it("links a Connect session's job to the server UI's operations page", async () => {
+    renderer = new CellProgressRenderer(() => null);
+    const connect = entry({
+      ui_url: 'http://127.0.0.1:4045',
+      operations_page: 'connect/session/?id=s-1&userId='
+    });
+    await renderer.renderModel(
+      model({ version: 1, cell: 4, final: false, groups: [connect] })
+    );
+    const jobLink = renderer.node.querySelector('.jp-SparkCell-job');
+    expect(jobLink?.getAttribute('href')).toMatch(
+      /proxy\/4045\/connect\/session\/\?id=s-1&userId=$/
+    );
   });
 
   it('between two jobs shows the jobs done and a bar without a figure', async () => {

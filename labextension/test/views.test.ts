@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { describe, expect, it, vi } from 'vitest';
 
-import { renderGroups } from '../src/groupView';
+import { jobLink, renderGroups } from '../src/groupView';
 import { SidebarModel } from '../src/model';
 import { renderSession, shareText } from '../src/sessionView';
 import { IViewContext } from '../src/viewContext';
@@ -122,6 +122,24 @@ describe("a group's jobs", () => {
     expect(live.querySelector('a')?.getAttribute('href')).toBe(
       '/base/proxy/4040/jobs/job/?id=4'
     );
+  });
+
+  it("links a Connect operation to the server UI's page of its session's operations", () => {
+    const connect = session({
+      backend: 'connect',
+      ui_url: 'http://127.0.0.1:4045',
+      operations_page: 'connect/session/?id=s-1&userId=ann'
+    });
+    const operation = job({ id: 1, operation_id: 'op-1' });
+    expect(jobLink(operation, connect, '/base/')).toBe(
+      '/base/proxy/4045/connect/session/?id=s-1&userId=ann'
+    );
+    // A remote server's UI is not known: no link, as before.
+    const remote = session({ backend: 'connect' });
+    expect(jobLink(operation, remote, '/base/')).toBeNull();
+    expect(
+      jobLink(job({ previous_driver: true }), connect, '/base/')
+    ).toBeNull();
   });
 });
 
