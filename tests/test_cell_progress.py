@@ -3,6 +3,7 @@ show in each mime type, and that the rich data follows protocol.schema.json."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from test_protocol_schema import errors, wire
@@ -165,3 +166,12 @@ def test_only_the_cells_own_groups_with_jobs_are_shown() -> None:
     empty = group((), "running", True, count=4)
     board = snapshot(mine, other, empty)
     assert [g.id for g in cell_groups(board, 4)] == ["a:4"]
+
+
+def test_the_jobs_magic_says_the_same_of_a_cancelled_group_with_a_task_stopping() -> None:
+    from jupyter_spark_sessions.magics import _group_row
+
+    stopping = group((job(0, "FAILED", 0, 1, active=1),), "cancelled", False)
+    stopping = dataclasses.replace(stopping, tasks_still_running=1)
+    row = _group_row(stopping, NOW)
+    assert row[1] == "cancelled" and row[3] == "0/1 (1 still stopping)", row
