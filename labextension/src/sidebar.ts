@@ -98,6 +98,14 @@ export class SparkSessionsSidebar extends Widget {
   }
 
   private _render(): void {
+    // A group gone from the board (a new kernel numbers its cells again) is
+    // forgotten: a later group of the same id starts collapsed.
+    const shownIds = new Set(this.model.board?.groups.map(g => g.id) ?? []);
+    for (const id of [...this._expanded]) {
+      if (!shownIds.has(id)) {
+        this._expanded.delete(id);
+      }
+    }
     const follower = this._follower;
     const ticker = this._ticker;
     ticker.clear();
