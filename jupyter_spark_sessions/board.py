@@ -34,6 +34,7 @@ from .snapshot import (
     group_state,
     lost,
     operation_view,
+    stated_jobs,
 )
 
 if TYPE_CHECKING:
@@ -436,8 +437,7 @@ class JobBoard:
     # -- what the producer tells the board ---------------------------------------------
 
     def busy(self) -> bool:
-        """True while something is worth polling fast for: a managed cell runs, a group
-        has running jobs, or tasks of ended jobs are winding down."""
+        """Whether to poll fast: a cell runs, a group runs or ended jobs' tasks wind down."""
         with self._lock:
             if any(c.running for c in self._cells.values()):
                 return True
@@ -520,7 +520,7 @@ class JobBoard:
                     job = self._jobs.get(job_id)
                     if job is not None:
                         key = f"ended-context-job-{next(self._retired_numbers)}"
-                        self._operations[key] = lost(job, now)
+                        self._operations[key] = replace(lost(job, now), previous_driver=True)
                         group.operation_ids.append(key)
                 group.job_ids.clear()
             self._jobs.clear()
@@ -589,7 +589,7 @@ class JobBoard:
             cancel_requested_at=group.cancel_requested_at,
             tasks=tasks,
             tasks_still_running=sum(j.tasks.active for j in jobs if not j.running),
-            jobs=jobs,
+            jobs=stated_jobs(jobs, group.cancel_job_ids, group.cancel_requested_at),
         )
 
     def _retain(self, views: list[GroupView]) -> list[GroupView]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import ipykernel_internals
-from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView
+from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView, SessionView, TaskCounts
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -166,8 +166,8 @@ def render(
     count: int, groups: list[GroupView], snapshot: BoardSnapshot, final: bool, now: float
 ) -> dict[str, Any]:
     """The output's mime bundle."""
-    ui_urls = {s.name: s.ui_url for s in snapshot.sessions}
-    entries = [_group_entry(g, ui_urls.get(g.session, ""), now) for g in groups]
+    sessions = {s.name: s for s in snapshot.sessions}
+    entries = [_group_entry(g, sessions.get(g.session), now) for g in groups]
     data = {"version": VERSION, "cell": count, "final": final, "groups": entries}
     lines = [summary_line(e) if final else running_line(e) for e in entries]
     text = "\n".join(lines)
@@ -181,8 +181,12 @@ def _running_job(group: GroupView) -> JobView | None:
     return running[-1] if running else None
 
 
-def _group_entry(group: GroupView, ui_url: str, now: float) -> dict[str, Any]:
-    tasks = group.tasks
+def _cell_tasks(tasks: TaskCounts, active: int) -> dict[str, int]:
+    done = tasks.completed + tasks.skipped
+    return {"total": tasks.total, "done": done, "active": active, "failed": tasks.failed}
+
+
+def _group_entry(group: GroupView, session: SessionView | None, now: float) -> dict[str, Any]:
     job = _running_job(group)
     stage = job.stages[-1] if job is not None and job.stages else None
     end = group.completed_at or now
@@ -197,13 +201,15 @@ def _group_entry(group: GroupView, ui_url: str, now: float) -> dict[str, Any]:
         "description": group.description,
         "jobs": len(group.jobs),
         "jobs_running": sum(1 for j in group.jobs if j.running),
-        "tasks": {
-            "total": tasks.total,
-            "done": tasks.completed + tasks.skipped,
-            "active": tasks.active,
-            "failed": tasks.failed,
-        },
-        "job": {"id": job.id, "name": job.name} if job is not None else None,
+        "jobs_done": sum(1 for j in group.jobs if j.state == "succeeded"),
+        # Tasks "running" are those of running jobs: once Spark says a job ended, its
+        # tasks still winding down on executors are not the cell's running work.
+        "tasks": _cell_tasks(group.tasks, sum(j.tasks.active for j in group.jobs if j.running)),
+        "job": (
+            {"id": job.id, "name": job.name, "tasks": _cell_tasks(job.tasks, job.tasks.active)}
+            if job is not None
+            else None
+        ),
         "stage": (
             {
                 "id": stage.id,
@@ -217,13 +223,13 @@ def _group_entry(group: GroupView, ui_url: str, now: float) -> dict[str, Any]:
         ),
         "submitted_at": group.submitted_at,
         "elapsed": round(elapsed, 1),
-        "ui_url": ui_url,
+        "ui_url": session.ui_url if session else "",
+        "operations_page": session.operations_page if session else "",
         "cancellable": group.state == "running" or between_jobs,
     }
 
 
-def _tasks_text(entry: dict[str, Any]) -> str:
-    tasks = entry["tasks"]
+def _tasks_text(tasks: dict[str, int]) -> str:
     text = f"{tasks['done']:,}/{tasks['total']:,} tasks"
     if tasks["active"]:
         text += f" ({tasks['active']} running)"
@@ -236,16 +242,28 @@ def _jobs_text(entry: dict[str, Any]) -> str:
     return f"{entry['jobs']} job" + ("" if entry["jobs"] == 1 else "s")
 
 
+def _jobs_done_text(entry: dict[str, Any]) -> str:
+    done = entry["jobs_done"]
+    return f"{done} job{'' if done == 1 else 's'} done" if done else ""
+
+
 def running_line(entry: dict[str, Any]) -> str:
-    """``a:4 running · job 3 count at In [4] line 2 · 1,200/20,000 tasks (2 running) · 12 s``."""
-    parts = [f"{entry['id']} {entry['state']}"]
-    if entry["job"]:
-        parts.append(f"job {entry['job']['id']} {entry['job']['name']}".rstrip())
+    """``a:4 running · 3 jobs done · job 3 count at In [4] line 2 · stage 5 2/8 · 2/8 tasks
+    (2 running) · 12 s``: the jobs done, then the running job with its own tasks (a
+    cell's later jobs are not known yet: no total over them would be true)."""
+    parts = [f"{entry['id']} {entry['state']}", _jobs_done_text(entry)]
+    job = entry["job"]
+    if job:
+        parts.append(f"job {job['id']} {job['name']}".rstrip())
     if entry["stage"]:
         stage = entry["stage"]
         parts.append(f"stage {stage['id']} {stage['done']:,}/{stage['total']:,}")
-    parts += [_tasks_text(entry), f"{entry['elapsed']:.0f} s"]
-    return " · ".join(parts)
+    if job:
+        parts.append(_tasks_text(job["tasks"]))
+    elif not entry["jobs_done"]:
+        parts.append(_tasks_text(entry["tasks"]))
+    parts.append(f"{entry['elapsed']:.0f} s")
+    return " · ".join(p for p in parts if p)
 
 
 def summary_line(entry: dict[str, Any]) -> str:
@@ -253,7 +271,7 @@ def summary_line(entry: dict[str, Any]) -> str:
     parts = [
         f"{entry['id']} {entry['state']}",
         _jobs_text(entry),
-        _tasks_text(entry),
+        _tasks_text(entry["tasks"]),
         f"{entry['elapsed']:.1f} s",
     ]
     if entry["state"] not in FINAL_STATES:
@@ -267,9 +285,11 @@ def _html(entries: list[dict[str, Any]], final: bool) -> str:
         line = summary_line(entry) if final else running_line(entry)
         head, _, rest = line.partition(" · ")
         bar = ""
-        if not final:
-            tasks = entry["tasks"]
+        if not final and entry["job"]:  # the running job's own progress
+            tasks = entry["job"]["tasks"]
             bar = f'<progress value="{tasks["done"]}" max="{max(tasks["total"], 1)}"></progress> '
+        elif not final:  # between two jobs: at work, how far unknown
+            bar = "<progress></progress> "
         rows.append(f"<div><code>{html.escape(head)}</code> {bar}{html.escape(rest)}</div>")
     if not final and any(e["cancellable"] for e in entries):
         rows.append(f"<div><small>{html.escape(INTERRUPT_HINT)}</small></div>")

@@ -75,8 +75,9 @@ def _group_row(group: GroupView, now: float) -> list[object]:
     tasks = group.tasks
     done = tasks.completed + tasks.skipped
     task_text = f"{done}/{tasks.total}"
-    if tasks.active:
-        task_text += f" ({tasks.active} running)"
+    active = sum(j.tasks.active for j in group.jobs if j.running)  # ended jobs': stopping
+    if active:
+        task_text += f" ({active} running)"
     if tasks.failed or tasks.killed:
         task_text += f" ({tasks.failed} failed, {tasks.killed} killed)"
     if group.tasks_still_running:

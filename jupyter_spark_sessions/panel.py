@@ -19,7 +19,15 @@ import ipywidgets as widgets
 from . import ipykernel_internals, spark_ui
 from .board import JobBoard
 from .errors import SparkSessionsError
-from .snapshot import FINAL_STATES, BoardSnapshot, GroupView, JobView, SessionView, share_text
+from .snapshot import (
+    FINAL_STATES,
+    BoardSnapshot,
+    GroupView,
+    JobView,
+    SessionView,
+    earlier_jobs_text,
+    share_text,
+)
 
 _BAR_STYLES = {
     "running": "info",
@@ -88,13 +96,23 @@ def _enable(button: widgets.Button, enabled: bool) -> None:
 def _job_link(job: JobView, session: SessionView | None) -> str:
     """Job N, linked to its page in Spark's UI through the Jupyter server's proxy."""
     text = f"job {job.id}"
-    path = spark_ui.job_path(session.ui_url, job.id) if session and not job.operation_id else None
+    # A Connect operation's number is the board's: it links to the server UI's page of
+    # the session's operations; a previous driver's job ids are other jobs now.
+    path = None
+    if session is not None and job.operation_id:
+        path = spark_ui.page_path(session.ui_url, session.operations_page)
+    elif session is not None and not job.previous_driver:
+        path = spark_ui.job_path(session.ui_url, job.id)
     if path is None:
         return text
     href = spark_ui.join_base_url(spark_ui.base_url_from_environ(os.environ), path)
+    title = (
+        "The session's operations in the Spark Connect server's UI"
+        if job.operation_id
+        else "This job in Spark's UI"
+    )
     return (
-        f'<a href="{html.escape(href)}" target="_blank" rel="noopener" '
-        f'title="This job in Spark\'s UI">{text}</a>'
+        f'<a href="{html.escape(href)}" target="_blank" rel="noopener" title="{title}">{text}</a>'
     )
 
 
@@ -103,13 +121,13 @@ def _jobs_html(group: GroupView, session: SessionView | None) -> str:
     for job in group.jobs[-SHOWN_JOBS:]:
         tasks = job.tasks
         lines.append(
-            f"{_job_link(job, session)} {job.status.lower()} · "
+            f"{_job_link(job, session)} {job.state} · "
             f"{tasks.completed + tasks.skipped}/{tasks.total} tasks · "
             f"<code>{html.escape(job.name)}</code>"
         )
-    hidden = len(group.jobs) - SHOWN_JOBS
-    if hidden > 0:
-        lines.insert(1 if group.description else 0, f"… {hidden} earlier job(s)")
+    hidden = group.jobs[:-SHOWN_JOBS]
+    if hidden:
+        lines.insert(1 if group.description else 0, f"… {earlier_jobs_text(hidden)}")
     return "<small>" + "<br>".join(lines) + "</small>"
 
 
@@ -224,9 +242,12 @@ class BoardPanel:
         elif not snapshot.sessions and not snapshot.groups:
             self.header.value = "<b>Spark sessions</b>: no sessions yet."
         else:
+            # The sidebar's header says the same: the kernel answers, its Spark does not.
+            lost = sum(1 for s in snapshot.sessions if s.disconnected)
             self.header.value = (
-                f"<b>Spark sessions</b>: {len(snapshot.sessions)} session(s), "
-                f"{running} active job group(s)"
+                f"<b>Spark sessions</b>: {len(snapshot.sessions)} session(s)"
+                + (f" (<b>{lost} disconnected</b>)" if lost else "")
+                + f", {running} active job group(s)"
                 + (
                     f", {snapshot.other_running_jobs} other running job(s)"
                     if snapshot.other_running_jobs

@@ -151,8 +151,7 @@ class SessionRegistry:
         self._reserved: set[str] = set()
         self._stopped: set[str] = set()
         self._releases: dict[str, Release] = {}
-        #: Job groups of the registered sessions, kept current by ``board_poller``
-        #: (started with the first session).
+        #: Job groups of the sessions, kept current by ``board_poller`` (from the first).
         self.board = JobBoard(self, self.config)
         self.board_poller = BoardPoller(self.board)
         #: The kernel's SparkContext, which every classic session lives on.
@@ -235,6 +234,7 @@ class SessionRegistry:
             files=tuple(FileView(a.name, a.kind, a.size) for a in managed.artifacts.list()),
             running_jobs=running_jobs,
             ui_url=ui_url,
+            operations_page=backend.operations_page() if ui_url else "",
             share=share,
             slots=slots,
         )

@@ -78,10 +78,23 @@ class JobView:
     stages: tuple[StageView, ...] = ()
     #: Spark Connect: the operation this "job" stands for ("" for classic jobs).
     operation_id: str = ""
+    #: Its state in the views' words (``JobState``): Spark's status, except that a job
+    #: a cancel ended (Spark says FAILED) is "cancelled" (set by the board).
+    state: str = ""
+    #: It ran on a driver that has since been replaced (``restart``): the live
+    #: driver's Spark UI has another job under its id, so no view links it.
+    previous_driver: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.state:
+            object.__setattr__(self, "state", _STATE_OF_STATUS.get(self.status, "running"))
 
     @property
     def running(self) -> bool:
         return status_is_running(self.status)
+
+
+_STATE_OF_STATUS = {"SUCCEEDED": "succeeded", "FAILED": "failed", LOST: "lost"}
 
 
 def status_is_running(status: str) -> bool:
@@ -148,6 +161,8 @@ class SessionView:
     running_jobs: int = 0
     #: The driver's Spark UI ("" when it is off, or the server's own: Connect).
     ui_url: str = ""
+    #: The page of that UI listing its operations with their jobs (Connect; "").
+    operations_page: str = ""
     #: Its share of the task slots against other sessions' ("weight 3, min share 1";
     #: "pool 'x'" in a pool of the user's; "" in one queue for all: FIFO).
     share: str = ""
@@ -301,6 +316,41 @@ def _was_cancelled(
     return any("cancel" in reason.lower() for reason in job.kill_reasons)
 
 
+def job_state(
+    job: JobView,
+    cancel_job_ids: frozenset[int] = frozenset(),
+    cancel_requested_at: float | None = None,
+) -> str:
+    """The state a job shows in every view: ``running``, ``succeeded``, ``failed``,
+    ``cancelled`` (a cancel ended it: Spark reports it FAILED) or ``lost``."""
+    if job.status == "FAILED" and _was_cancelled(job, cancel_job_ids, cancel_requested_at):
+        return "cancelled"
+    return _STATE_OF_STATUS.get(job.status, "running")
+
+
+def stated_jobs(
+    jobs: Iterable[JobView], cancel_job_ids: frozenset[int], requested_at: float | None
+) -> tuple[JobView, ...]:
+    """``jobs``, each with the state the views show (see ``job_state``)."""
+    return tuple(
+        job
+        if (state := job_state(job, cancel_job_ids, requested_at)) == job.state
+        else replace(job, state=state)
+        for job in jobs
+    )
+
+
+def earlier_jobs_text(jobs: Iterable[JobView]) -> str:
+    """ "19 earlier jobs: 18 succeeded, 1 failed": the jobs of a group a view does not
+    list, counted by state (the sidebar's and the panel's words)."""
+    jobs = list(jobs)
+    counts: dict[str, int] = {}
+    for job in jobs:
+        counts[job.state] = counts.get(job.state, 0) + 1
+    states = ", ".join(f"{n} {state}" for state, n in counts.items())
+    return f"{len(jobs)} earlier job{'' if len(jobs) == 1 else 's'}: {states}"
+
+
 def group_state(
     jobs: Iterable[JobView],
     cancel_job_ids: frozenset[int] = frozenset(),
@@ -331,7 +381,7 @@ def lost(job: JobView, now: float) -> JobView:
     if not job.running:
         return job
     tasks = replace(job.tasks, active=0)
-    return replace(job, status=LOST, completed_at=now, tasks=tasks, stages=())
+    return replace(job, status=LOST, state="lost", completed_at=now, tasks=tasks, stages=())
 
 
 def operation_view(
@@ -344,6 +394,10 @@ def operation_view(
     status = "RUNNING"
     if done:
         status = LOST if report.lost else "FAILED" if report.failed else "SUCCEEDED"
+    total = sum(tasks for _, tasks, _, _ in stages)
+    # The client's last progress report may come before the operation's last tasks
+    # end: a succeeded operation ran all of its stages' tasks.
+    completed = total if status == "SUCCEEDED" else sum(n for _, _, n, _ in stages)
     return JobView(
         id=number,
         name=f"operation {report.operation_id[:8]}",
@@ -351,9 +405,9 @@ def operation_view(
         submitted_at=submitted_at,
         completed_at=completed_at,
         tasks=TaskCounts(
-            total=sum(tasks for _, tasks, _, _ in stages),
+            total=total,
             active=0 if done else report.inflight_tasks,
-            completed=sum(finished for _, _, finished, _ in stages),
+            completed=completed,
         ),
         stage_ids=tuple(stage_id for stage_id, _, _, _ in stages),
         kill_reasons=(report.cancel_reason,) if report.cancel_reason else (),

@@ -67,6 +67,14 @@ def job_path(ui_url: str | None, job_id: int) -> str | None:
     return f"{PROXY_ROUTE}/{port}/jobs/job/?id={job_id}"
 
 
+def page_path(ui_url: str | None, page: str) -> str | None:
+    """A page of the Spark UI (``page``: a path under it, as
+    ``SessionView.operations_page``), relative to the server's base URL; None when
+    there is no link."""
+    port = ui_port(ui_url)
+    return None if port is None or not page else f"{PROXY_ROUTE}/{port}/{page.lstrip('/')}"
+
+
 def group_path(ui_url: str | None, job_ids: Sequence[int]) -> str | None:
     """The Spark UI page for a job group: its job's page when it ran exactly one, else
     the jobs page (Spark's UI has no page per group; its jobs table shows the group)."""

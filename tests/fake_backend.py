@@ -62,6 +62,9 @@ class FakeBackend:
     def ui_url(self) -> str:
         return ""
 
+    def operations_page(self) -> str:
+        return ""
+
     def problem(self) -> str:
         return ""
 

@@ -3,6 +3,7 @@ show in each mime type, and that the rich data follows protocol.schema.json."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from test_protocol_schema import errors, wire
@@ -89,17 +90,40 @@ def test_a_running_cell_shows_its_job_stage_tasks_and_how_to_cancel() -> None:
     running = group((job(0, "SUCCEEDED", 8, 8), job(1, "RUNNING", 1200, 20000, 2)), "running", True)
     shown = bundle(running, final=False)
     assert shown["text/plain"] == (
-        "a:4 running · job 1 count at In [4] line 3 · stage 10 1,200/20,000 · "
-        "1,208/20,008 tasks (2 running) · 12 s\n" + INTERRUPT_HINT
+        "a:4 running · 1 job done · job 1 count at In [4] line 3 · stage 10 1,200/20,000 · "
+        "1,200/20,000 tasks (2 running) · 12 s\n" + INTERRUPT_HINT
     )
-    assert '<progress value="1208" max="20008"></progress>' in shown["text/html"]
+    assert '<progress value="1200" max="20000"></progress>' in shown["text/html"]
     data = shown[MIME_TYPE]
     assert data["final"] is False and data["cell"] == 4
     (entry,) = data["groups"]
-    assert entry["cancellable"] and entry["job"] == {"id": 1, "name": "count at In [4] line 3"}
+    assert entry["cancellable"] and entry["jobs_done"] == 1
+    assert entry["job"] == {
+        "id": 1,
+        "name": "count at In [4] line 3",
+        "tasks": {"total": 20000, "done": 1200, "active": 2, "failed": 0},
+    }
     assert entry["stage"] == {"id": 10, "name": "count", "total": 20000, "done": 1200, "active": 2}
     assert entry["ui_url"] == "http://127.0.0.1:4040"
     assert errors(wire(data), "CellProgress") == []
+
+
+def test_a_cell_running_jobs_in_a_loop_shows_jobs_done_and_the_running_jobs_own_progress() -> None:
+    # Issue 28 (9): the total over the jobs seen so far grew with each job (10/12 tasks),
+    # so the bar sat near its end the whole time.
+    done = tuple(job(i, "SUCCEEDED", 1, 1) for i in range(10))
+    running = group((*done, job(10, "RUNNING", 0, 2, 2)), "running", True)
+    shown = bundle(running, final=False)
+    assert shown["text/plain"].startswith(
+        "a:4 running · 10 jobs done · job 10 count at In [4] line 12 · stage 100 0/2 · "
+        "0/2 tasks (2 running) · 12 s"
+    )
+    assert '<progress value="0" max="2"></progress>' in shown["text/html"]
+    # Between two of its jobs: the jobs done, a bar that says "at work" without a figure.
+    between = bundle(group(done, "succeeded", True), final=False)
+    assert between["text/plain"].startswith("a:4 running · 10 jobs done · 11 s")
+    assert "<progress></progress>" in between["text/html"]
+    assert errors(wire(between[MIME_TYPE]), "CellProgress") == []
 
 
 def test_between_two_jobs_of_a_running_cell_the_group_still_reads_running() -> None:
@@ -107,7 +131,7 @@ def test_between_two_jobs_of_a_running_cell_the_group_still_reads_running() -> N
     shown = bundle(between, final=False)
     (entry,) = shown[MIME_TYPE]["groups"]
     assert entry["state"] == "running" and entry["cancellable"]
-    assert shown["text/plain"].startswith("a:4 running · 8/8 tasks")
+    assert shown["text/plain"].startswith("a:4 running · 1 job done · 11 s")
 
 
 def test_the_end_is_one_summary_line_per_group_without_bar_or_hint() -> None:
@@ -125,6 +149,11 @@ def test_the_end_is_one_summary_line_per_group_without_bar_or_hint() -> None:
 def test_a_cancelled_group_says_so_and_a_thread_still_running_is_named() -> None:
     cancelled = group((job(0, "FAILED", 3, 8),), "cancelled", False)
     assert bundle(cancelled, final=True)["text/plain"].startswith("a:4 cancelled · 1 job · 3/8")
+    # Spark ended the job; its task still winds down on an executor: not "running".
+    stopping = group((job(0, "FAILED", 0, 1, active=1),), "cancelled", False)
+    assert bundle(stopping, final=True)["text/plain"].startswith(
+        "a:4 cancelled · 1 job · 0/1 tasks · "
+    )
     still = group((job(0, "RUNNING", 3, 8, 1),), "running", False)
     assert bundle(still, final=True)["text/plain"].endswith(
         "still running after the cell (the sidebar follows it)"
@@ -137,3 +166,12 @@ def test_only_the_cells_own_groups_with_jobs_are_shown() -> None:
     empty = group((), "running", True, count=4)
     board = snapshot(mine, other, empty)
     assert [g.id for g in cell_groups(board, 4)] == ["a:4"]
+
+
+def test_the_jobs_magic_says_the_same_of_a_cancelled_group_with_a_task_stopping() -> None:
+    from jupyter_spark_sessions.magics import _group_row
+
+    stopping = group((job(0, "FAILED", 0, 1, active=1),), "cancelled", False)
+    stopping = dataclasses.replace(stopping, tasks_still_running=1)
+    row = _group_row(stopping, NOW)
+    assert row[1] == "cancelled" and row[3] == "0/1 (1 still stopping)", row

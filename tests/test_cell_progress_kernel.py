@@ -41,6 +41,16 @@ def _sleepy(x):
     return x
 spark.range(0, 2, 1, 1).select(_sleepy("id")).collect()"""
 
+# Six jobs in a loop, each of two 0.5 s tasks: a long cell whose jobs arrive one by one.
+LOOP_JOBS = """from pyspark.sql.functions import udf
+@udf("long")
+def _step(x):
+    import time
+    time.sleep(0.5)
+    return x
+for _ in range(6):
+    spark.range(0, 2, 1, 2).select(_step("id")).collect()"""
+
 SUMMARY = re.compile(r"^a:(\d+) (\w+) · (\d+) jobs? · ([\d,]+)/([\d,]+) tasks(?: .*)? · [\d.]+ s$")
 
 
@@ -80,6 +90,30 @@ def test_a_cell_running_jobs_shows_progress_that_advances_then_one_summary(kerne
     assert INTERRUPT_HINT not in last["text/plain"] and "<progress" not in last["text/html"]
 
 
+def test_a_cell_running_jobs_in_a_loop_shows_jobs_done_and_the_running_jobs_own_bar(
+    kernel: Kernel,
+) -> None:
+    # Issue 28 (9): the bar's total grew as jobs arrived ("10/12 tasks"), so it sat near
+    # its end the whole time. Now: the jobs done, and the running job's own tasks.
+    result = kernel.ok(LOOP_JOBS)
+    running = [b for _, b in views(result) if not b[MIME_TYPE]["final"]]
+    entries = [b[MIME_TYPE]["groups"][0] for b in running]
+    with_job = [e for e in entries if e["job"]]
+    assert with_job, entries
+    assert {e["job"]["tasks"]["total"] for e in with_job} == {2}  # one job's, not the sum
+    assert max(e["jobs_done"] for e in entries) >= 3, entries
+    shown = [b for b in running if b[MIME_TYPE]["groups"][0]["jobs_done"] >= 2]
+    assert shown and all(" jobs done · " in b["text/plain"] for b in shown)
+    assert all("/2 tasks" in b["text/plain"] for b in shown if b[MIME_TYPE]["groups"][0]["job"])
+    assert all(
+        '<progress value="' in b["text/html"] and 'max="2"' in b["text/html"]
+        for b in shown
+        if b[MIME_TYPE]["groups"][0]["job"]
+    )
+    last = views(result)[-1][1]
+    assert last["text/plain"].startswith(f"a:{result.execution_count} succeeded · 6 jobs · 12/12")
+
+
 def test_cells_without_jobs_and_cells_with_the_view_off_show_nothing(kernel: Kernel) -> None:
     assert views(kernel.ok("x = 1")) == []
     assert views(kernel.ok("import time\ntime.sleep(0.5)")) == []
@@ -110,6 +144,12 @@ def test_a_cancel_from_the_view_ends_the_cell_and_its_summary_says_cancelled(
     last = views(result)[-1][1]
     assert last[MIME_TYPE]["final"] is True
     assert last["text/plain"].startswith(f"{group['id']} cancelled · 1 job"), last["text/plain"]
+    # Spark ended the job; its task's Python worker may still be stopping: the summary
+    # claims nothing running (it said "0/1 tasks (1 running)"), and the board names the
+    # job as the group, cancelled (not Spark's FAILED).
+    assert "running" not in last["text/plain"], last["text/plain"]
+    ended = wait_for_group(kernel, lambda g: g["id"] == group["id"])
+    assert [j["state"] for j in ended["jobs"]] == ["cancelled"], ended["jobs"]
 
 
 def test_a_notebook_run_by_nbclient_keeps_only_the_summary_line(

@@ -296,8 +296,17 @@ def test_cancel_a_busy_cell_on_control_leaves_the_other_backends_query_running(
         assert_cancelled_in_one_line(result, group["id"])
     ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] != "cancelling")
     assert ended["state"] == "cancelled" and ended["jobs"][0]["status"] == "FAILED"
+    assert ended["jobs"][0]["state"] == "cancelled"  # in the views' words (issue 28, 6)
     kernel.ok("other_thread.join(120)")
     assert kernel.value("other_result") == {"sum": 45}
+    if backend == "classic":
+        # The other query ran in Connect session c2 (a plain thread: its background
+        # group): once it succeeded, its group shows its final counts (issue 28, 6:
+        # they could stay at the client's last report).
+        done = wait_for_group(
+            kernel, lambda g: g["id"] == "c2:background" and g["state"] == "succeeded"
+        )
+        assert done["tasks"]["completed"] == done["tasks"]["total"] > 0, done
 
 
 def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: Kernel) -> None:

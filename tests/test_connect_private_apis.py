@@ -5,6 +5,7 @@ changes one, this module fails and names the wrapper to fix."""
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 from typing import Any
 
@@ -51,6 +52,10 @@ def test_client_retry_policy_endpoint_and_release_without_a_server() -> None:
             "sc://localhost:1",
         )
         assert "secret" not in endpoint.url
+        # The user its server keys the session by (the UI's session page too).
+        assert connect.client_user_id(session) == (
+            os.environ.get("SPARK_USER", os.environ.get("USER")) or ""
+        )
         connect.add_tags(session, ["jss:a:1"])
         assert connect.current_tags(session) == {"jss:a:1"}
         connect.remove_tags(session, ["jss:a:1"])

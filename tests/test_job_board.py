@@ -171,6 +171,9 @@ def test_cancel_is_a_request_the_final_state_comes_from_spark() -> None:
     )
     group = snap.group("a:3")
     assert group is not None and group.state == "cancelled" and group.tasks_still_running == 1
+    # Its job is "cancelled" too (Spark says FAILED), in every view's words.
+    assert [(j.status, j.state) for j in group.jobs] == [("FAILED", "cancelled")]
+    assert snap.group("b:4").jobs[0].state == "running"  # type: ignore[union-attr]
     assert board.settling_job_ids() == [1]
     group = feed(board, job_data(1, "FAILED")).group("a:3")
     assert group is not None and group.tasks_still_running == 0
@@ -367,6 +370,14 @@ def test_connect_operations_form_the_cells_group_and_end_as_the_client_saw() -> 
     assert group is not None and group.state == "cancelled"
     assert [j.id for j in group.jobs] == [1, 2]  # distinct numbers, in order
     assert group.jobs[1].kill_reasons and group.jobs[1].status == "FAILED"
+    assert group.jobs[1].state == "cancelled"
+    # The client's last report came before the last tasks ended: a succeeded operation
+    # shows its final counts, not stale ones (issue 28, point 6).
+    board.cell_started("c", 5, "spark.range(9).collect()")
+    _report(board, "op-0", key=("c", 5), completed=1)
+    stale = _report(board, "op-0", key=("c", 5), done=True, completed=1).group("c:5")
+    assert stale is not None and stale.state == "succeeded"
+    assert (stale.tasks.completed, stale.tasks.total) == (4, 4)
 
 
 def test_connect_failures_and_lost_servers_are_told_apart() -> None:
@@ -439,7 +450,10 @@ def test_a_new_context_keeps_the_old_jobs_but_not_their_ids() -> None:
     old, new = snapshot.group("a:3"), snapshot.group("a:5")
     assert old is not None and new is not None
     assert [j.status for j in old.jobs] == ["SUCCEEDED", "LOST"] and old.state == "lost"
-    assert [j.status for j in new.jobs] == ["RUNNING"]
+    assert [j.state for j in old.jobs] == ["succeeded", "lost"]
+    # The new driver has its own job 0: the old jobs are not linked to its UI.
+    assert [j.previous_driver for j in old.jobs] == [True, True]
+    assert [j.status for j in new.jobs] == ["RUNNING"] and not new.jobs[0].previous_driver
     assert board.settling_job_ids() == []
 
 

@@ -11,6 +11,7 @@ import comm
 import pytest
 from comm import DummyComm
 
+from jupyter_spark_sessions.backends.base import OperationReport
 from jupyter_spark_sessions.board import JobBoard
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import UnknownSessionError
@@ -165,4 +166,79 @@ def test_the_footnote_names_every_frontend_where_cancel_works_and_the_way_elsewh
     assert "JupyterLab 4.4+ and Notebook 7" in FRONTEND_NOTE
     assert "Interrupt" in FRONTEND_NOTE
     assert "Notebook 7" in panel.footer.value
+    panel.close()
+
+
+def test_a_cancelled_groups_jobs_read_cancelled_and_a_previous_drivers_are_not_linked() -> None:
+    with_ui = SessionView(
+        "a", "created", "classic", "local[2]", "u-1", True, "/tmp/a", ui_url="http://h:4040"
+    )
+    board, panel = new_panel()
+    feed(board, "RUNNING", session=with_ui, job_id=3)
+    board.request_cancel(["a:3"])
+    feed(board, "FAILED", session=with_ui, job_id=3)  # how Spark reports a cancelled job
+    row = panel._group_rows["a:3"]
+    assert "<b>cancelled</b>" in row.label.value
+    assert "job 3</a> cancelled ·" in row.jobs.value, row.jobs.value  # not "job 3 failed"
+    # A restart: the live driver's job 3 is another job, so the old one has no link.
+    board.context_replaced()
+    feed(board, "RUNNING", session=with_ui, count=4, job_id=3)
+    assert "href" not in row.jobs.value and "job 3 cancelled ·" in row.jobs.value
+    assert "href" in panel._group_rows["a:4"].jobs.value
+    panel.close()
+
+
+def test_a_long_cells_earlier_jobs_are_counted_by_state() -> None:
+    board, panel = new_panel()
+    for job_id in range(8):
+        feed(board, "SUCCEEDED", job_id=job_id)
+    feed(board, "RUNNING", job_id=8)
+    jobs = panel._group_rows["a:3"].jobs.value
+    assert "… 4 earlier jobs: 4 succeeded" in jobs, jobs
+    assert jobs.count("job ") == 5  # the five newest
+    panel.close()
+
+
+def test_the_header_says_when_the_sessions_spark_is_gone() -> None:
+    # Issue 28 (6): after the driver JVM died the views still read "connected".
+    board, panel = new_panel()
+    feed(board, "RUNNING")
+    assert "disconnected" not in panel.header.value
+    gone = SessionView(
+        "a", "created", "classic", "local[2]", "u-1", True, "/tmp/a", disconnected="driver gone"
+    )
+    feed(board, "RUNNING", session=gone)
+    assert "1 session(s) (<b>1 disconnected</b>)" in panel.header.value, panel.header.value
+    panel.close()
+
+
+def test_a_connect_operation_links_to_its_sessions_operations_on_the_servers_ui() -> None:
+    # Issue 28 (9): its number is the board's, not a Spark job id: no job page of its own.
+    connect = SessionView(
+        "a",
+        "created",
+        "connect",
+        "sc://localhost:15002",
+        "s-1",
+        True,
+        "/tmp/a",
+        ui_url="http://127.0.0.1:4045",
+        operations_page="connect/session/?id=s-1&userId=ann",
+    )
+    board, panel = new_panel()
+    board.cell_started("a", 3, "spark.range(9).collect()")
+    board.record_operation(
+        "a",
+        OperationReport(
+            "op-1",
+            frozenset({"jss:a", "jss:a:3"}),
+            ((0, 2, 1, False),),
+            1,
+            False,
+            thread_cell=3,
+        ),
+    )
+    board.update([], {}, 0, [connect])
+    jobs = panel._group_rows["a:3"].jobs.value
+    assert 'href="/proxy/4045/connect/session/?id=s-1&amp;userId=ann"' in jobs, jobs
     panel.close()

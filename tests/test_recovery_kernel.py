@@ -368,6 +368,11 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
         wait_for_group(kernel, lambda g: g["session"] == "b" and g["state"] == "succeeded")
         final = {g["id"]: g for g in board(kernel)["groups"]}
         assert final[group["id"]]["state"] == "lost"
+        # The new driver's job ids start again at 0: the old jobs are marked, and no
+        # view links them to the live driver's UI (issue 28, 9); the new ones are not.
+        assert [j["previous_driver"] for j in final[group["id"]]["jobs"]] == [True], final
+        new_jobs = [j for g in final.values() if g["session"] == "b" for j in g["jobs"]]
+        assert new_jobs and not any(j["previous_driver"] for j in new_jobs), new_jobs
     finally:
         kernel.shutdown()
 

@@ -143,6 +143,8 @@ class RanJob:
     server: JupyterServer
     ui_url: str  # the session's, as the board reports it
     job: dict[str, Any]  # the cell's last job, as the board reports it
+    kernel: Kernel
+    kernel_id: str
 
     @property
     def job_id(self) -> int:
@@ -165,15 +167,15 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RanJob]:
         kernel.ok("%load_ext jupyter_spark_sessions\n%spark_session create a")
         kernel.ok("%%spark_session a\nspark.range(0, 1000, 1, 4).selectExpr('sum(id)').collect()")
         group, session = _wait_for_group(server, kernel_id)
-        yield RanJob(server, session["ui_url"], group["jobs"][-1])
+        yield RanJob(server, session["ui_url"], group["jobs"][-1], kernel, kernel_id)
     finally:
         if kernel is not None:
             kernel.close()
         server.stop()
 
 
-def _wait_for_group(server: JupyterServer, kernel_id: str) -> tuple[Any, Any]:
-    """The board's finished group of session ``a`` with its jobs, and the session."""
+def _wait_for_group(server: JupyterServer, kernel_id: str, name: str = "a") -> tuple[Any, Any]:
+    """The board's finished group of session ``name`` with its jobs, and the session."""
     deadline = time.monotonic() + 60
     board: Any = None
     while time.monotonic() < deadline:
@@ -182,13 +184,13 @@ def _wait_for_group(server: JupyterServer, kernel_id: str) -> tuple[Any, Any]:
         done = [
             g
             for g in board["groups"]
-            if g["session"] == "a" and g["jobs"] and g["state"] != "running"
+            if g["session"] == name and g["jobs"] and g["state"] != "running"
         ]
         if done:
-            session = next(s for s in board["sessions"] if s["name"] == "a")
+            session = next(s for s in board["sessions"] if s["name"] == name)
             return done[-1], session
         time.sleep(0.3)
-    raise AssertionError(f"no finished group of session a: {board}")
+    raise AssertionError(f"no finished group of session {name}: {board}")
 
 
 def _page_urls(html: str) -> set[str]:
@@ -282,3 +284,20 @@ def test_without_the_token_the_proxy_serves_nothing_of_the_ui(ran: RanJob) -> No
         assert page.status == 302, page.status
         assert page.headers["Location"].startswith(f"{BASE_URL}login?next="), page.headers
         assert "Details for Job" not in page.text and ran.job["name"] not in page.text
+
+
+def test_a_connect_operations_link_opens_its_sessions_page_of_the_servers_ui(ran: RanJob) -> None:
+    # Issue 28 (9): Connect jobs had no link. Their numbers are the board's, so they link
+    # to the local server UI's page of the session's operations, which names them.
+    ran.kernel.ok("%spark_session create c --remote local", timeout=180)
+    ran.kernel.ok("%%spark_session c\nspark.range(0, 1000, 1, 4).selectExpr('sum(id)').collect()")
+    group, session = _wait_for_group(ran.server, ran.kernel_id, "c")
+    operation = group["jobs"][-1]["operation_id"]
+    assert operation and session["operations_page"].startswith("connect/session/?id="), session
+    path = spark_ui.page_path(session["ui_url"], session["operations_page"])
+    assert path is not None, session
+    reply = ran.server.request("GET", path)
+    assert reply.status == 200, (path, reply.status, reply.text[:500])
+    assert operation in reply.text, reply.text[:2000]
+    # That page links the operation's Spark jobs, under the proxy.
+    assert f"{_proxy_prefix(session['ui_url'])}/jobs/job/?id=" in reply.text

@@ -106,6 +106,12 @@ class SessionBackend(Protocol):
         not this kernel's to show: a Connect server's)."""
         ...
 
+    def operations_page(self) -> str:
+        """The page of that UI (a path under it) that lists the session's operations
+        with their Spark jobs: Spark Connect's, whose operations have no job ids of
+        their own ("" for classic sessions: their jobs have pages of their own)."""
+        ...
+
     def problem(self) -> str:
         """What keeps the session from working now, as views show it ("" when
         nothing does): a stopped context, an unreachable server."""

@@ -306,6 +306,9 @@ class ClassicBackend:
             self._ui_url = (sc, ui_url(sc) or "")
         return self._ui_url[1]
 
+    def operations_page(self) -> str:
+        return ""
+
     def problem(self) -> str:
         return driver_problem(self.sc, recent=True)
 

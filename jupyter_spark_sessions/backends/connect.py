@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
 from . import api_flavour, scheduler_pools
@@ -101,6 +102,12 @@ def session_endpoint(session: ConnectSession) -> Endpoint:
 
 def session_id(session: ConnectSession) -> str:
     return str(session.session_id)
+
+
+def client_user_id(session: ConnectSession) -> str:
+    """The user the client names to its server ("" for none): the server keys a
+    session by (user, session id), its UI's session page too."""
+    return str(session.client._user_id or "")  # private
 
 
 def is_stopped(session: ConnectSession) -> bool:
@@ -417,6 +424,11 @@ class ConnectBackend:
 
     def ui_url(self) -> str:
         return self.endpoint.ui_url  # a local server's; a remote one's is not known
+
+    def operations_page(self) -> str:
+        # The server UI's Connect tab: this session's statements with their job ids.
+        query = urlencode({"id": self.session_id, "userId": client_user_id(self.session)})
+        return f"connect/session/?{query}"
 
     def problem(self) -> str:
         # A TCP check at most every ``recheck_seconds`` (cheap, bounded), plus what the

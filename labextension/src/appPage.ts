@@ -13,3 +13,47 @@
 export function pageShowsNotebooks(notebookPage: string): boolean {
   return notebookPage === '' || notebookPage === 'notebooks';
 }
+
+/** Where the page remembers whether the user left the sidebar open. */
+export const SIDEBAR_OPEN_KEY = 'jupyter-spark-sessions:sidebar-open';
+
+/** The part of the browser's `localStorage` the sidebar uses. */
+export interface ISidebarStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+/**
+ * Remembers whether the sidebar is open. Notebook 7 shows each notebook on a
+ * page of its own and opens none of its side panels there: the sidebar was
+ * closed again on every other notebook the user opened.
+ */
+export function rememberSidebarOpen(
+  storage: ISidebarStorage | null,
+  open: boolean
+): void {
+  try {
+    storage?.setItem(SIDEBAR_OPEN_KEY, open ? 'true' : 'false');
+  } catch {
+    // storage full or refused (private mode): nothing remembered
+  }
+}
+
+/**
+ * Whether a Notebook 7 notebook page should open the sidebar by itself: the
+ * user left it open on the last page that showed it. JupyterLab restores its
+ * own layout ('' page): never there.
+ */
+export function reopenSidebar(
+  storage: ISidebarStorage | null,
+  notebookPage: string
+): boolean {
+  if (notebookPage !== 'notebooks') {
+    return false;
+  }
+  try {
+    return storage?.getItem(SIDEBAR_OPEN_KEY) === 'true';
+  } catch {
+    return false;
+  }
+}

@@ -6,7 +6,7 @@
 import { el } from './dom';
 import { codeSpans } from './format';
 import { renderGroups } from './groupView';
-import { STATUS_LABELS } from './status';
+import { headerStatus } from './status';
 import { renderSession } from './sessionView';
 import { IViewContext } from './viewContext';
 
@@ -89,13 +89,13 @@ function renderHeader(
   const header = el('div', 'jp-SparkSessions-header');
   const top = el('div', 'jp-SparkSessions-headerTop');
   top.appendChild(el('span', 'jp-SparkSessions-title', 'Spark Sessions'));
-  const status = el(
-    'span',
-    'jp-SparkSessions-status',
-    STATUS_LABELS[model.status]
-  );
+  const shown = headerStatus(model.status, model.sessions());
+  const status = el('span', 'jp-SparkSessions-status', shown.label);
   status.dataset.testid = 'jss-status';
-  status.dataset.status = model.status;
+  status.dataset.status = shown.status;
+  if (shown.title) {
+    status.title = shown.title;
+  }
   top.appendChild(status);
   header.appendChild(top);
   if (model.kernelName !== null) {

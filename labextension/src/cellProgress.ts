@@ -20,8 +20,8 @@ import { sendControlRequest } from './controlChannel';
 import { el, externalLink } from './dom';
 import { oneLine } from './format';
 import { cancelRequest } from './messages';
-import type { CellProgress, CellProgressGroup } from './protocol';
-import { sparkJobUrl, sparkJobsUrl } from './sparkUi';
+import type { CellProgress, CellProgressGroup, CellTasks } from './protocol';
+import { sparkJobUrl, sparkJobsUrl, sparkPageUrl } from './sparkUi';
 
 export const CELL_PROGRESS_MIME =
   'application/vnd.jupyter-spark-sessions.cell+json';
@@ -30,8 +30,8 @@ export const CELL_PROGRESS_MIME =
 const RANK = 10;
 
 /** `1,200/20,000 tasks (2 running)`, as the kernel's text rendering says it. */
-export function tasksText(group: CellProgressGroup): string {
-  const { done, total, active, failed } = group.tasks;
+export function tasksText(tasks: CellTasks): string {
+  const { done, total, active, failed } = tasks;
   let text = `${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')} tasks`;
   if (active) {
     text += ` (${active} running)`;
@@ -40,6 +40,24 @@ export function tasksText(group: CellProgressGroup): string {
     text += `, ${failed} failed`;
   }
   return text;
+}
+
+/** `3 jobs done` ('' before the first one is done), as the kernel says it. */
+export function jobsDoneText(group: CellProgressGroup): string {
+  const done = group.jobs_done;
+  return done ? `${done} job${done === 1 ? '' : 's'} done` : '';
+}
+
+/**
+ * The running view's tasks: the running job's own (a cell's later jobs are not
+ * known yet, so no total over its jobs would be true); before any job is done
+ * and with none running, the group's; between two jobs, none.
+ */
+export function runningTasks(group: CellProgressGroup): CellTasks | null {
+  if (group.job) {
+    return group.job.tasks;
+  }
+  return group.jobs_done ? null : group.tasks;
 }
 
 /** Seconds shown: the kernel's figure, plus the time since it was sent while the group runs. */
@@ -68,7 +86,7 @@ export function summaryText(group: CellProgressGroup): string {
   return [
     `${group.state}`,
     jobs,
-    tasksText(group),
+    tasksText(group.tasks),
     formatSeconds(group.elapsed, true)
   ].join(' · ');
 }
@@ -161,22 +179,40 @@ export class CellProgressRenderer
       row.append(summary);
       return row;
     }
-    const { done, total } = group.tasks;
+    // The running job's own progress; between two jobs, a bar without a figure
+    // (at work, how far unknown).
+    const counts = runningTasks(group);
     const bar = el('progress', 'jp-SparkCell-bar');
-    bar.max = Math.max(total, 1);
-    bar.value = done;
-    const state = el('span', 'jp-SparkCell-state', group.state);
-    const tasks = el('span', 'jp-SparkCell-tasks', tasksText(group));
-    tasks.dataset.testid = 'spark-cell-tasks';
+    bar.dataset.testid = 'spark-cell-bar';
+    if (counts) {
+      bar.max = Math.max(counts.total, 1);
+      bar.value = counts.done;
+    }
+    row.append(el('span', 'jp-SparkCell-state', group.state));
+    const jobsDone = jobsDoneText(group);
+    if (jobsDone) {
+      const done = el('span', 'jp-SparkCell-jobsDone', jobsDone);
+      done.dataset.testid = 'spark-cell-jobs-done';
+      row.append(done);
+    }
+    row.append(bar);
+    if (counts) {
+      const tasks = el('span', 'jp-SparkCell-tasks', tasksText(counts));
+      tasks.dataset.testid = 'spark-cell-tasks';
+      row.append(tasks);
+    }
     const elapsed = el(
       'span',
       'jp-SparkCell-elapsed',
       formatSeconds(shownElapsed(group, final, since), false)
     );
-    row.append(state, bar, tasks, elapsed);
+    row.append(elapsed);
     if (group.job) {
+      // A Connect session's job numbers are the board's: its operations page.
       const job = link(
-        sparkJobUrl(baseUrl, group.ui_url, group.job.id),
+        group.operations_page
+          ? sparkPageUrl(baseUrl, group.ui_url, group.operations_page)
+          : sparkJobUrl(baseUrl, group.ui_url, group.job.id),
         `job ${group.job.id}`,
         group.job.name
       );

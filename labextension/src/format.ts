@@ -5,7 +5,7 @@
  * Pure TypeScript: no JupyterLab imports, so that it can be unit-tested in Node.
  */
 import { isFinalState } from './messages';
-import type { ErrorReply, Group, TaskCounts } from './protocol';
+import type { ErrorReply, Group, Job, TaskCounts } from './protocol';
 
 /** Collapses a message to one line. */
 export function oneLine(text: string): string {
@@ -121,4 +121,40 @@ export function codeSpans(message: string): ITextSpan[] {
     spans.push({ text: message.slice(last), code: false });
   }
   return spans;
+}
+
+/** A group lists all its jobs up to this many; beyond, the running ones and a count. */
+export const JOBS_LISTED = 3;
+
+/**
+ * The jobs a group lists (`shown`) and those it only counts (`hidden`): all of
+ * them when expanded or when they are few; else its running jobs (the newest
+ * JOBS_LISTED), or its last job when none runs. A cell running jobs in a loop
+ * lists one line, not one per job.
+ */
+export function listedJobs(
+  jobs: ReadonlyArray<Job>,
+  expanded: boolean
+): { shown: Job[]; hidden: Job[] } {
+  if (expanded || jobs.length <= JOBS_LISTED) {
+    return { shown: [...jobs], hidden: [] };
+  }
+  let shown = jobs.filter(job => job.state === 'running').slice(-JOBS_LISTED);
+  if (shown.length === 0) {
+    shown = jobs.slice(-1);
+  }
+  return { shown, hidden: jobs.filter(job => !shown.includes(job)) };
+}
+
+/**
+ * "19 earlier jobs: 18 succeeded, 1 failed": jobs a view does not list,
+ * counted by state (the panel says the same, snapshot.earlier_jobs_text).
+ */
+export function earlierJobsText(jobs: ReadonlyArray<Job>): string {
+  const counts = new Map<string, number>();
+  for (const job of jobs) {
+    counts.set(job.state, (counts.get(job.state) ?? 0) + 1);
+  }
+  const states = [...counts].map(([state, n]) => `${n} ${state}`).join(', ');
+  return `${jobs.length} earlier job${jobs.length === 1 ? '' : 's'}: ${states}`;
 }

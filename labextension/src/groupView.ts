@@ -4,9 +4,17 @@
  * has one) and, under a job, its running stages.
  */
 import { el } from './dom';
-import { elapsedSeconds, formatDuration, progress, tasksDone } from './format';
+import {
+  JOBS_LISTED,
+  earlierJobsText,
+  elapsedSeconds,
+  formatDuration,
+  listedJobs,
+  progress,
+  tasksDone
+} from './format';
 import type { Group, Job, Session, Stage } from './protocol';
-import { sparkJobUrl } from './sparkUi';
+import { sparkJobUrl, sparkPageUrl } from './sparkUi';
 import { IViewContext, sessionsLink } from './viewContext';
 
 /**
@@ -72,7 +80,12 @@ function renderGroup(
     row.appendChild(description);
   }
 
-  for (const job of group.jobs) {
+  const expanded = context.isExpanded(group.id);
+  const { shown, hidden } = listedJobs(group.jobs, expanded);
+  if (hidden.length || (expanded && group.jobs.length > JOBS_LISTED)) {
+    row.appendChild(renderJobsToggle(group, hidden, context));
+  }
+  for (const job of shown) {
     row.appendChild(renderJob(job, session, context.baseUrl));
   }
   if (group.tasks_still_running > 0) {
@@ -87,26 +100,49 @@ function renderGroup(
   return row;
 }
 
-/** A job's line (label, bar, task counts), then its running stages. */
+/** "▸ 19 earlier jobs: 19 succeeded", a click lists them; "▾ …" hides them again. */
+function renderJobsToggle(
+  group: Group,
+  hidden: Job[],
+  context: IViewContext
+): HTMLElement {
+  const expanded = hidden.length === 0;
+  const text = expanded
+    ? `\u25be All ${group.jobs.length} jobs`
+    : `\u25b8 ${earlierJobsText(hidden)}`;
+  const toggle = el('button', 'jp-SparkSessions-jobsToggle', text);
+  toggle.dataset.testid = 'jss-jobs-toggle';
+  toggle.setAttribute('aria-expanded', String(expanded));
+  toggle.title = expanded
+    ? 'List only the running job'
+    : `List every job of ${group.id}`;
+  toggle.addEventListener('click', () => context.toggleExpanded(group.id));
+  return toggle;
+}
+
+/** A job's line (label, bar, task counts, its state once ended), then its running stages. */
 function renderJob(
   job: Job,
   session: Session | null,
   baseUrl: string
 ): HTMLElement {
   const block = el('div', 'jp-SparkSessions-jobBlock');
+  block.dataset.testid = 'jss-job';
+  block.dataset.job = String(job.id);
+  block.dataset.state = job.state;
   const line = el('div', 'jp-SparkSessions-job');
-  line.title = job.name;
-  // A Connect operation's number is the board's, not a Spark job id.
-  const jobUrl =
-    session && !job.operation_id
-      ? sparkJobUrl(baseUrl, session.ui_url ?? '', job.id)
-      : null;
+  line.title = job.previous_driver
+    ? `${job.name}\n(on the driver before the restart)`
+    : job.name;
+  const jobUrl = jobLink(job, session, baseUrl);
   const label =
     jobUrl !== null
       ? sessionsLink(
           jobUrl,
           `Job ${job.id}`,
-          `${job.name}\nOpen job ${job.id} in the Spark UI`
+          job.operation_id
+            ? `${job.name}\nOpen ${session?.name}'s operations in the Spark Connect server's UI`
+            : `${job.name}\nOpen job ${job.id} in the Spark UI`
         )
       : el('span', undefined, `Job ${job.id}`);
   label.classList.add('jp-SparkSessions-jobLabel');
@@ -127,12 +163,37 @@ function renderJob(
   if (job.tasks.failed > 0) {
     text += `, ${job.tasks.failed} failed`;
   }
+  if (job.state !== 'running') {
+    text += ` \u00b7 ${job.state}`;
+  }
   line.appendChild(el('span', 'jp-SparkSessions-jobTasks', text));
   block.appendChild(line);
   for (const stage of job.stages ?? []) {
     block.appendChild(renderStage(stage));
   }
   return block;
+}
+
+/**
+ * Where a job's number links: its page in Spark's UI; for a Connect operation
+ * (whose number is the board's, not a Spark job id) the server UI's page of the
+ * session's operations; nothing for a previous driver's job (its id is another
+ * job on the live driver) or without a UI.
+ */
+export function jobLink(
+  job: Job,
+  session: Session | null,
+  baseUrl: string
+): string | null {
+  if (!session) {
+    return null;
+  }
+  if (job.operation_id) {
+    return sparkPageUrl(baseUrl, session.ui_url, session.operations_page);
+  }
+  return job.previous_driver
+    ? null
+    : sparkJobUrl(baseUrl, session.ui_url ?? '', job.id);
 }
 
 /** A running stage: its own bar, and how many of its tasks run now. */

@@ -8,7 +8,11 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { addFileCommand, ADD_FILE_COMMAND } from './addfile';
 import { cellProgressPlugin } from './cellProgressPlugin';
-import { pageShowsNotebooks } from './appPage';
+import {
+  pageShowsNotebooks,
+  rememberSidebarOpen,
+  reopenSidebar
+} from './appPage';
 import { SIDEBAR_ID, SparkSessionsSidebar } from './sidebar';
 
 export { ADD_FILE_COMMAND, SIDEBAR_ID };
@@ -33,16 +37,33 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker: INotebookTracker,
     factory: IFileBrowserFactory | null
   ) => {
-    if (!pageShowsNotebooks(PageConfig.getOption('notebookPage'))) {
+    const notebookPage = PageConfig.getOption('notebookPage');
+    if (!pageShowsNotebooks(notebookPage)) {
       return;
     }
-    const sidebar = new SparkSessionsSidebar(tracker);
+    const storage = pageStorage();
+    const sidebar = new SparkSessionsSidebar(tracker, undefined, {
+      onShown: shown => rememberSidebarOpen(storage, shown)
+    });
     app.shell.add(sidebar, 'right', { rank: SIDEBAR_RANK });
+    if (reopenSidebar(storage, notebookPage)) {
+      // Notebook 7: open again on this notebook's page, as on the last one.
+      void app.restored.then(() => app.shell.activateById(SIDEBAR_ID));
+    }
     if (factory) {
       // "Add to Spark Session…" in the file browser's context menu (files only)
       addFileCommand(app, factory, sidebar);
     }
   }
 };
+
+/** The page's localStorage, or null where the browser refuses it. */
+function pageStorage(): Storage | null {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+}
 
 export default [plugin, cellProgressPlugin];

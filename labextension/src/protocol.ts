@@ -243,6 +243,10 @@ export interface Session {
    */
   ui_url: string;
   /**
+   * The page of that UI (a path under it) listing the session's operations with their Spark jobs: a local Spark Connect server's Connect tab ("" for classic sessions, whose jobs have pages of their own, and without a UI).
+   */
+  operations_page: string;
+  /**
    * Its share of the task slots against other sessions' ("weight 3, min share 1"; "pool 'x'" in a pool of the user's; "" when every session's jobs share one queue: FIFO).
    */
   share: string;
@@ -328,6 +332,14 @@ export interface Job {
    * Spark Connect: the operation this job stands for ("" for classic jobs).
    */
   operation_id: string;
+  /**
+   * Its state in the views' words: Spark's status, except that a job a cancel ended (which Spark reports FAILED) is cancelled.
+   */
+  state: 'running' | 'succeeded' | 'failed' | 'cancelled' | 'lost';
+  /**
+   * It ran on a driver that was since replaced (restart): the live driver's Spark UI has another job under its id, so views do not link it.
+   */
+  previous_driver: boolean;
 }
 /**
  * One running stage of a running job.
@@ -496,7 +508,7 @@ export interface CellProgress {
   groups: CellProgressGroup[];
 }
 /**
- * One job group of the cell (one per session it ran jobs in), as the view shows it.
+ * One job group of the cell (one per session it ran jobs in), as the view shows it. `tasks`: the tasks of all its jobs, `active` counting only those of its running jobs (an ended job's tasks still winding down are not running work).
  */
 export interface CellProgressGroup {
   id: Name;
@@ -509,18 +521,18 @@ export interface CellProgressGroup {
   description: string;
   jobs: number;
   jobs_running: number;
-  tasks: {
-    total: number;
-    done: number;
-    active: number;
-    failed: number;
-  };
   /**
-   * The latest running job, or null.
+   * Its jobs that succeeded.
+   */
+  jobs_done: number;
+  tasks: CellTasks;
+  /**
+   * The latest running job with its own tasks (what the running view's bar shows: a cell's later jobs are not known yet), or null.
    */
   job: {
     id: number;
     name: string;
+    tasks: CellTasks;
   } | null;
   /**
    * That job's latest running stage, or null.
@@ -542,7 +554,20 @@ export interface CellProgressGroup {
    */
   ui_url: string;
   /**
+   * The page of that UI listing the session's operations (Spark Connect; "" otherwise): where its job links go.
+   */
+  operations_page: string;
+  /**
    * A Cancel can still stop something: the group runs jobs, or its cell still runs.
    */
   cancellable: boolean;
+}
+/**
+ * Task counts as the in-cell view shows them (`done`: completed or skipped).
+ */
+export interface CellTasks {
+  total: number;
+  done: number;
+  active: number;
+  failed: number;
 }

@@ -6,6 +6,7 @@
 import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
+import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { renderBoard } from './boardView';
@@ -33,6 +34,8 @@ export const sparkIcon = new LabIcon({
 export interface ISidebarOptions {
   /** The Jupyter server's base URL, where jupyter-server-proxy serves Spark's UI. */
   baseUrl?: string;
+  /** Told when the sidebar is shown (true) or hidden (false) in the page. */
+  onShown?: (shown: boolean) => void;
 }
 
 /** The sidebar widget. */
@@ -44,6 +47,7 @@ export class SparkSessionsSidebar extends Widget {
   ) {
     super();
     this._baseUrl = options.baseUrl ?? PageConfig.getBaseUrl();
+    this._onShown = options.onShown ?? (() => undefined);
     this.id = SIDEBAR_ID;
     this.addClass('jp-SparkSessions-panel');
     this.title.label = 'Spark';
@@ -83,7 +87,25 @@ export class SparkSessionsSidebar extends Widget {
     super.dispose();
   }
 
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this._onShown(true);
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this._onShown(false);
+  }
+
   private _render(): void {
+    // A group gone from the board (a new kernel numbers its cells again) is
+    // forgotten: a later group of the same id starts collapsed.
+    const shownIds = new Set(this.model.board?.groups.map(g => g.id) ?? []);
+    for (const id of [...this._expanded]) {
+      if (!shownIds.has(id)) {
+        this._expanded.delete(id);
+      }
+    }
     const follower = this._follower;
     const ticker = this._ticker;
     ticker.clear();
@@ -95,7 +117,14 @@ export class SparkSessionsSidebar extends Widget {
         baseUrl: this._baseUrl,
         connected: follower.connection !== null,
         cancel: target => follower.cancel(target),
-        everySecond: refresh => ticker.add(refresh)
+        everySecond: refresh => ticker.add(refresh),
+        isExpanded: id => this._expanded.has(id),
+        toggleExpanded: id => {
+          if (!this._expanded.delete(id)) {
+            this._expanded.add(id);
+          }
+          this._render();
+        }
       },
       follower.notebookPath
     );
@@ -104,6 +133,9 @@ export class SparkSessionsSidebar extends Widget {
 
   private readonly _follower: KernelFollower;
   private readonly _ticker = new ElapsedTicker();
+  /** Groups whose every job the user asked to see (by id). */
+  private readonly _expanded = new Set<string>();
   private readonly _baseUrl: string;
+  private readonly _onShown: (shown: boolean) => void;
   private readonly _disconnectModel: () => void;
 }

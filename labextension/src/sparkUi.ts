@@ -45,6 +45,18 @@ export function sparkJobsUrl(baseUrl: string, uiUrl: string): string | null {
   return proxied(baseUrl, uiUrl, 'jobs/');
 }
 
+/**
+ * A page of the Spark UI (`page`: a path under it, as a Connect session's
+ * `operations_page`), or null without a UI or page.
+ */
+export function sparkPageUrl(
+  baseUrl: string,
+  uiUrl: string,
+  page: string
+): string | null {
+  return page ? proxied(baseUrl, uiUrl, page.replace(/^\/+/, '')) : null;
+}
+
 /** The Spark UI's page of one job, or null without a UI. */
 export function sparkJobUrl(
   baseUrl: string,

@@ -19,6 +19,10 @@ export interface IViewContext {
   cancel(target: SidebarCancelTarget): void;
   /** Registers a part to redraw each second while a group runs. */
   everySecond(refresh: Refresh): void;
+  /** Whether the user expanded the group's list of jobs. */
+  isExpanded(groupId: string): boolean;
+  /** Expands or collapses the group's list of jobs (then redraws). */
+  toggleExpanded(groupId: string): void;
 }
 
 /** A link of the sidebar (to Spark's UI), opened in a new tab. */

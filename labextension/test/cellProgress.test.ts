@@ -5,6 +5,8 @@ import {
   CELL_PROGRESS_MIME,
   CellProgressRenderer,
   formatSeconds,
+  jobsDoneText,
+  runningTasks,
   shownElapsed,
   summaryText,
   tasksText
@@ -20,12 +22,18 @@ function entry(fields: Partial<CellProgressGroup> = {}): CellProgressGroup {
     description: 'spark.range(20000).count()',
     jobs: 2,
     jobs_running: 1,
+    jobs_done: 1,
     tasks: { total: 20008, done: 1208, active: 2, failed: 0 },
-    job: { id: 1, name: 'count at In [4] line 3' },
+    job: {
+      id: 1,
+      name: 'count at In [4] line 3',
+      tasks: { total: 20000, done: 1200, active: 2, failed: 0 }
+    },
     stage: { id: 10, name: 'count', total: 20000, done: 1200, active: 2 },
     submitted_at: 1000,
     elapsed: 12.3,
     ui_url: 'http://127.0.0.1:4040',
+    operations_page: '',
     cancellable: true,
     ...fields
   };
@@ -49,7 +57,7 @@ afterEach(() => {
 
 describe('the texts', () => {
   it('says tasks, seconds and the summary as the kernel does', () => {
-    expect(tasksText(entry())).toBe('1,208/20,008 tasks (2 running)');
+    expect(tasksText(entry().tasks)).toBe('1,208/20,008 tasks (2 running)');
     expect(formatSeconds(12.34, false)).toBe('12 s');
     expect(formatSeconds(12.34, true)).toBe('12.3 s');
     expect(formatSeconds(65, false)).toBe('1 min 05 s');
@@ -59,6 +67,18 @@ describe('the texts', () => {
       tasks: { total: 8, done: 8, active: 0, failed: 0 }
     });
     expect(summaryText(ended)).toBe('succeeded · 2 jobs · 8/8 tasks · 12.3 s');
+  });
+
+  it("shows a long cell's jobs done and the running job's own tasks", () => {
+    // Issue 28 (9): not a total over the jobs seen so far, which grew with each.
+    const loop = entry({ jobs: 11, jobs_done: 10 });
+    expect(jobsDoneText(loop)).toBe('10 jobs done');
+    expect(runningTasks(loop)).toEqual(loop.job!.tasks);
+    // Between two jobs: no figure; before the first ends: the group's.
+    expect(runningTasks(entry({ job: null, stage: null }))).toBeNull();
+    const first = entry({ jobs: 1, jobs_done: 0, job: null, stage: null });
+    expect(jobsDoneText(first)).toBe('');
+    expect(runningTasks(first)).toEqual(first.tasks);
   });
 
   it('ticks the elapsed time only while the group can still run', () => {
@@ -79,9 +99,10 @@ describe('the view', () => {
     );
     const node = renderer.node;
     const bar = node.querySelector('progress') as HTMLProgressElement;
-    expect(bar.value).toBe(1208);
-    expect(bar.max).toBe(20008);
-    expect(node.textContent).toContain('1,208/20,008 tasks (2 running)');
+    expect(bar.value).toBe(1200); // the running job's own progress
+    expect(bar.max).toBe(20000);
+    expect(node.textContent).toContain('1 job done');
+    expect(node.textContent).toContain('1,200/20,000 tasks (2 running)');
     const jobLink = node.querySelector(
       '.jp-SparkCell-job'
     ) as HTMLAnchorElement;
@@ -106,6 +127,36 @@ describe('the view', () => {
     ) as HTMLButtonElement;
     expect(pending.disabled).toBe(true);
     expect(pending.textContent).toBe('Cancelling…');
+  });
+
+  it("links a Connect session's job to the server UI's operations page", async () => {
+    renderer = new CellProgressRenderer(() => null);
+    const connect = entry({
+      ui_url: 'http://127.0.0.1:4045',
+      operations_page: 'connect/session/?id=s-1&userId='
+    });
+    await renderer.renderModel(
+      model({ version: 1, cell: 4, final: false, groups: [connect] })
+    );
+    const jobLink = renderer.node.querySelector('.jp-SparkCell-job');
+    expect(jobLink?.getAttribute('href')).toMatch(
+      /proxy\/4045\/connect\/session\/\?id=s-1&userId=$/
+    );
+  });
+
+  it('between two jobs shows the jobs done and a bar without a figure', async () => {
+    renderer = new CellProgressRenderer(() => null);
+    const between = entry({ jobs: 3, jobs_done: 3, job: null, stage: null });
+    await renderer.renderModel(
+      model({ version: 1, cell: 4, final: false, groups: [between] })
+    );
+    const node = renderer.node;
+    const bar = node.querySelector('progress') as HTMLProgressElement;
+    expect(bar.hasAttribute('value')).toBe(false); // indeterminate
+    expect(node.querySelector('[data-testid="spark-cell-tasks"]')).toBeNull();
+    expect(
+      node.querySelector('[data-testid="spark-cell-jobs-done"]')?.textContent
+    ).toBe('3 jobs done');
   });
 
   it('ends as one summary line per group, with no bar and no Cancel', async () => {

@@ -24,6 +24,8 @@ export function job(partial: Partial<Job> = {}): Job {
     kill_reasons: [],
     stages: [],
     operation_id: '',
+    state: 'running',
+    previous_driver: false,
     ...partial
   };
 }
@@ -59,6 +61,7 @@ export function session(partial: Partial<Session> = {}): Session {
     files: [],
     running_jobs: 0,
     ui_url: '',
+    operations_page: '',
     share: '',
     slots: 0,
     ...partial

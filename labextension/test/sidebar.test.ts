@@ -420,3 +420,26 @@ describe('SparkSessionsSidebar.currentTarget', () => {
     expect(sidebar.currentTarget()).toBeNull();
   });
 });
+
+describe("SparkSessionsSidebar: a long group's jobs", () => {
+  const loop = group({
+    jobs: [
+      ...Array.from({ length: 5 }, (_, i) =>
+        job({ id: i, status: 'SUCCEEDED', state: 'succeeded' })
+      ),
+      job({ id: 5 })
+    ]
+  });
+
+  it('expands on click, stays so across boards, and forgets a group that went', async () => {
+    const { root, sidebar } = await connected(board({ groups: [loop] }));
+    expect(q(root, 'jss-job')).toHaveLength(1);
+    q(root, 'jss-jobs-toggle')[0].click();
+    expect(q(root, 'jss-job')).toHaveLength(6);
+    sidebar.model.applyBoard(board({ seq: 2, groups: [loop] }));
+    expect(q(root, 'jss-job')).toHaveLength(6);
+    sidebar.model.applyBoard(board({ seq: 3, groups: [] }));
+    sidebar.model.applyBoard(board({ seq: 4, groups: [loop] }));
+    expect(q(root, 'jss-job')).toHaveLength(1);
+  });
+});

@@ -1,11 +1,11 @@
 // @vitest-environment happy-dom
 import { describe, expect, it, vi } from 'vitest';
 
-import { renderGroups } from '../src/groupView';
+import { jobLink, renderGroups } from '../src/groupView';
 import { SidebarModel } from '../src/model';
 import { renderSession, shareText } from '../src/sessionView';
 import { IViewContext } from '../src/viewContext';
-import { board, group, session } from './fixtures';
+import { board, group, job, session, tasks } from './fixtures';
 
 /** A render context on a model showing `initial`, recording what views ask. */
 function context(connected: boolean, initial = board()) {
@@ -13,13 +13,20 @@ function context(connected: boolean, initial = board()) {
   model.reset('Python 3');
   model.applyBoard(initial);
   const refreshes: Array<(now: number) => void> = [];
+  const expanded = new Set<string>();
   const ctx: IViewContext = {
     model,
     now: 1010,
     baseUrl: '/base/',
     connected,
     cancel: vi.fn(),
-    everySecond: refresh => refreshes.push(refresh)
+    everySecond: refresh => refreshes.push(refresh),
+    isExpanded: id => expanded.has(id),
+    toggleExpanded: vi.fn((id: string) => {
+      if (!expanded.delete(id)) {
+        expanded.add(id);
+      }
+    })
   };
   return { ctx, refreshes };
 }
@@ -49,6 +56,90 @@ describe('the group view', () => {
     expect((q(list, 'jss-cancel-group')[0] as HTMLButtonElement).disabled).toBe(
       true
     );
+  });
+});
+
+describe("a group's jobs", () => {
+  // Issue 28 (9): a cell running 20 jobs in a loop listed 20 rows.
+  const ended = (id: number, state: 'succeeded' | 'failed' = 'succeeded') =>
+    job({ id, status: state.toUpperCase(), state, completed_at: 1005 });
+  const loop = group({
+    jobs: [...Array.from({ length: 19 }, (_, i) => ended(i)), job({ id: 19 })]
+  });
+
+  it('lists the running job and counts the others, all of them on click', () => {
+    const { ctx } = context(true);
+    let list = renderGroups([loop], null, ctx);
+    expect(q(list, 'jss-job').map(j => j.dataset.job)).toEqual(['19']);
+    const [toggle] = q(list, 'jss-jobs-toggle');
+    expect(toggle.textContent).toBe('\u25b8 19 earlier jobs: 19 succeeded');
+    toggle.click();
+    expect(ctx.toggleExpanded).toHaveBeenCalledWith('etl:12');
+    list = renderGroups([loop], null, ctx); // the sidebar redraws
+    expect(q(list, 'jss-job')).toHaveLength(20);
+    expect(q(list, 'jss-jobs-toggle')[0].textContent).toBe(
+      '\u25be All 20 jobs'
+    );
+  });
+
+  it('lists a few jobs whole, and the last one of an ended long group', () => {
+    const { ctx } = context(true);
+    const few = group({ jobs: [ended(0), ended(1), job({ id: 2 })] });
+    let list = renderGroups([few], null, ctx);
+    expect(q(list, 'jss-job')).toHaveLength(3);
+    expect(q(list, 'jss-jobs-toggle')).toHaveLength(0);
+    const done = group({
+      state: 'succeeded',
+      jobs: [ended(0), ended(1, 'failed'), ended(2), ended(3)]
+    });
+    list = renderGroups([done], null, ctx);
+    expect(q(list, 'jss-job').map(j => j.dataset.job)).toEqual(['3']);
+    expect(q(list, 'jss-jobs-toggle')[0].textContent).toBe(
+      '\u25b8 3 earlier jobs: 2 succeeded, 1 failed'
+    );
+  });
+
+  it("names an ended job's state, and links only the live driver's jobs", () => {
+    const { ctx } = context(true);
+    const withUi = session({ ui_url: 'http://127.0.0.1:4040' });
+    const cancelled = group({
+      state: 'cancelled',
+      jobs: [
+        job({
+          id: 3,
+          status: 'FAILED',
+          state: 'cancelled',
+          previous_driver: true,
+          tasks: tasks({ total: 1 })
+        }),
+        job({ id: 4 })
+      ]
+    });
+    const list = renderGroups([cancelled], withUi, ctx);
+    const [old, live] = q(list, 'jss-job');
+    expect(old.textContent).toBe('Job 30/1 tasks \u00b7 cancelled');
+    expect(old.querySelector('a')).toBeNull();
+    expect(live.querySelector('a')?.getAttribute('href')).toBe(
+      '/base/proxy/4040/jobs/job/?id=4'
+    );
+  });
+
+  it("links a Connect operation to the server UI's page of its session's operations", () => {
+    const connect = session({
+      backend: 'connect',
+      ui_url: 'http://127.0.0.1:4045',
+      operations_page: 'connect/session/?id=s-1&userId=ann'
+    });
+    const operation = job({ id: 1, operation_id: 'op-1' });
+    expect(jobLink(operation, connect, '/base/')).toBe(
+      '/base/proxy/4045/connect/session/?id=s-1&userId=ann'
+    );
+    // A remote server's UI is not known: no link, as before.
+    const remote = session({ backend: 'connect' });
+    expect(jobLink(operation, remote, '/base/')).toBeNull();
+    expect(
+      jobLink(job({ previous_driver: true }), connect, '/base/')
+    ).toBeNull();
   });
 });
 

@@ -18,6 +18,7 @@ from .notebook import (
     B_BACKGROUND_CELL,
     B_RESULT_CELL,
     SETUP_CELL,
+    SIDEBAR,
     assert_inside,
     cell_output,
     open_notebook,
@@ -103,6 +104,9 @@ def test_notebook7_shows_a_kernel_without_the_extension_at_once(
     notebook7.write_notebook("plain7.ipynb", ["x = 1", "%load_ext jupyter_spark_sessions"])
     open_notebook(page, notebook7.url, notebook7.token, "plain7.ipynb", app="notebook")
     started = time.monotonic()  # the kernel is up (open_notebook waited for it)
+    # The first test left the sidebar open on nb7.ipynb's page: it opens by itself on
+    # this notebook's page too (issue 28, 9: it had to be opened again).
+    page.locator(SIDEBAR).wait_for(state="visible", timeout=5_000)
     sidebar = open_sidebar_notebook7(page)
     status = sidebar.locator("[data-testid='jss-status']")
     status.and_(page.locator("[data-status='not-loaded']")).wait_for(timeout=1_000)

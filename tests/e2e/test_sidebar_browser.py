@@ -5,6 +5,7 @@ loaded the extension is shown as such at once."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -35,6 +36,23 @@ def _read_ui(p):
     return open(p).read()
 rows = spark.createDataFrame([('ui_lookup.csv',)], 'p string').select(_read_ui('p'))
 print('ui file:', rows.first()[0])"""
+
+
+# Session a, after the restart: a long cell, jobs in a loop, then one of ~12 s.
+LOOP_CELL = """%%spark_session a
+from pyspark.sql.functions import udf
+@udf("long")
+def _pause(x):
+    import time
+    time.sleep(12)
+    return x
+for _ in range(6):
+    spark.range(1).count()
+spark.range(0, 2, 1, 2).select(_pause("id")).collect()"""
+
+# The driver JVM dies (before the kernel restart).
+KILL_DRIVER_CELL = """import os, signal, pyspark
+os.kill(pyspark.SparkContext._gateway.proc.pid, signal.SIGKILL)"""
 
 
 def files_of(sidebar: Any, session: str) -> Any:
@@ -69,7 +87,15 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
             {"type": "file", "format": "text", "content": f"key,value\n1,{name}\n"},
         )
     setup = f"{SETUP_CELL}\n{FILES_CELL}"
-    cells = [setup, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL, READ_UI_FILE_CELL]
+    cells = [
+        setup,
+        B_BACKGROUND_CELL,
+        A_LONG_CELL,
+        B_RESULT_CELL,
+        READ_UI_FILE_CELL,
+        LOOP_CELL,
+        KILL_DRIVER_CELL,
+    ]
     lab.write_notebook("sidebar.ipynb", cells)
     open_notebook(page, lab.url, lab.token, "sidebar.ipynb")
     sidebar = open_sidebar(page)
@@ -145,8 +171,19 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     )
 
 
-def test_kernel_restart_shows_the_empty_state_then_new_sessions(lab: LabServer, page: Any) -> None:
+def test_a_dead_driver_then_a_kernel_restart_then_a_long_cell(lab: LabServer, page: Any) -> None:
     sidebar = open_sidebar(page)
+    # The driver JVM dies: the kernel still answers, its sessions do not (issue 28, 6:
+    # the header said "connected").
+    status = sidebar.locator("[data-testid='jss-status']")
+    assert status.inner_text() == "connected"
+    run_cell(page, 6)
+    status.and_(page.locator("[data-status='disconnected']")).wait_for(timeout=30_000)
+    assert status.inner_text() == "sessions disconnected"
+    assert_inside(status, sidebar)  # whole: it wraps under the title
+    assert "the Spark driver of this kernel is gone" in (status.get_attribute("title") or "")
+    save_screenshot(page, "sidebar-driver-lost.png")
+
     page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel…").first.click()
     page.locator(".jp-Dialog button", has_text="Restart").click()
@@ -157,6 +194,42 @@ def test_kernel_restart_shows_the_empty_state_then_new_sessions(lab: LabServer, 
         sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
             timeout=120_000
         )
+    status.and_(page.locator("[data-status='ready']")).wait_for(timeout=10_000)
+
+    # A long cell (issue 28, 9): the sidebar lists its running job and counts the others
+    # (it listed one row per job); the in-cell view shows the jobs done and the running
+    # job's own bar (its total grew with each job).
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    run_cell(page, 5)
+    group = sidebar.locator("[data-testid='jss-group'][data-state='running']").filter(
+        has_text="a:2"
+    )
+    # The last job (the collect), once the loop's jobs are all done.
+    group.locator(".jp-SparkSessions-job[title^='collect at']").wait_for(timeout=60_000)
+    toggle = group.locator("[data-testid='jss-jobs-toggle']")
+    toggle.filter(has_text=re.compile(r"^\u25b8 \d+ earlier jobs: \d+ succeeded$")).wait_for(
+        timeout=10_000
+    )
+    earlier = int(re.findall(r"\d+", toggle.inner_text())[0])
+    assert earlier >= 6 and group.locator("[data-testid='jss-job']").count() == 1
+    view = cell_output(page, 5).locator("[data-testid='spark-cell-progress']")
+    bar = view.locator("[data-testid='spark-cell-bar'][max='2']")
+    bar.wait_for(timeout=30_000)  # the running job's two tasks, not the cell's sum
+    done = view.locator("[data-testid='spark-cell-jobs-done']").inner_text()
+    assert done == f"{earlier} jobs done", done
+    save_screenshot(page, "sidebar-long-cell.png")
+    save_screenshot(cell_output(page, 5), "cell-progress-long-cell.png")
+    toggle.click()
+    rows = group.locator("[data-testid='jss-job']")
+    rows.nth(earlier).wait_for(timeout=5_000)
+    assert rows.count() == earlier + 1
+    # It stays open while the board changes, and after the cell ends.
+    ended = sidebar.locator("[data-testid='jss-group'][data-group='a:2'][data-state='succeeded']")
+    ended.wait_for(timeout=60_000)
+    assert ended.locator("[data-testid='jss-job']").count() == earlier + 1
+    assert ended.locator("[data-testid='jss-jobs-toggle']").inner_text() == (
+        f"\u25be All {earlier + 1} jobs"
+    )
 
 
 def test_a_file_added_from_the_file_browser_is_read_by_the_sessions_udf(
