@@ -191,7 +191,8 @@ def forget_lost_driver(sc: SparkContext) -> None:
     SparkSession._activeSession = None  # private
 
 
-def _current_gateway() -> Any:
+def current_gateway() -> Any:
+    """PySpark's py4j gateway (to the JVM it launched, or was given), or None."""
     from pyspark import SparkContext
 
     return SparkContext._gateway  # private
@@ -222,7 +223,7 @@ class _DeadJvmLogFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.getMessage() != "Exception while sending command.":
             return True
-        gateway = _current_gateway()
+        gateway = current_gateway()
         return not (gateway is not None and _gateway_is_dead(gateway, wait=0.5))
 
 

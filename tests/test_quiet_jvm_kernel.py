@@ -1,0 +1,82 @@
+"""What a notebook user sees of Spark's JVM when nothing is wrong: nothing. Through a
+real kernel run as a Jupyter server runs it (``Kernel(server_log=...)``): what the JVM
+writes to its stderr shows in the running cell, and the kernel's own stderr is the
+server's log.
+
+The kernel's first cell starts the JVM while the Spark UI's port is taken (as when
+another kernel runs): its output is its one line, without the JVM's
+``WARNING: Using incubator modules`` or Spark's ``Service 'SparkUI' could not bind``;
+what the JVM writes that is not one of those still reaches the cell.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import free_port
+
+from kernel_driver import Kernel
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
+
+
+class Quiet:
+    """The module's kernel, the port its Spark UI asks for and the files it writes."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.sessions = tmp / "sessions"
+        self.server_log = tmp / "server.log"
+        self.report = tmp / "report.json"
+        self.ui_port = free_port()
+        profile = tmp / "ipython" / "profile_default"
+        profile.mkdir(parents=True)
+        (profile / "ipython_config.py").write_text(
+            "c.SparkSessionsConfig.default_master = 'local[2]'\n"
+            "c.SparkSessionsConfig.context_conf = {'spark.ui.showConsoleProgress': 'false', "
+            f"'spark.ui.port': '{self.ui_port}'}}\n"
+            f"c.SparkSessionsConfig.session_root = {str(self.sessions)!r}\n"
+        )
+        self.kernel = Kernel(
+            env={"IPYTHONDIR": str(tmp / "ipython")}, cwd=str(tmp), server_log=self.server_log
+        )
+        self.kernel.ok("%load_ext jupyter_spark_sessions")
+
+
+@pytest.fixture(scope="module")
+def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Quiet]:
+    q = Quiet(tmp_path_factory.mktemp("quiet"))
+    yield q
+    if q.kernel.manager.is_alive():  # the shutdown test did not run
+        q.kernel.shutdown()
+
+
+def test_the_cell_that_starts_spark_shows_no_stderr_though_the_ui_port_is_taken(
+    quiet: Quiet,
+) -> None:
+    kernel = quiet.kernel
+    with socket.socket() as taken:  # another driver's UI on the port this one asks for
+        taken.bind(("127.0.0.1", quiet.ui_port))
+        taken.listen()
+        created = kernel.ok("%spark_session create a")
+    assert created.stderr == "", created.stderr
+    assert created.stdout.startswith("Created session 'a' on local[2]"), created.stdout
+    ui = kernel.value("__import__('pyspark').SparkContext._active_spark_context.uiWebUrl")
+    assert not ui.endswith(f":{quiet.ui_port}"), f"the UI did not have to move: {ui}"
+    log = quiet.server_log.read_text()  # ipykernel copies a cell's fd 2 output there
+    assert "incubator" not in log and "could not bind" not in log, log
+    # What the JVM writes that is not known to be harmless still reaches the cell.
+    real = kernel.ok(
+        "import time\n"
+        "jvm = __import__('pyspark').SparkContext._active_spark_context._jvm\n"
+        "jvm.System.err.println('a line of the JVM that is no known noise')\n"
+        "jvm.org.apache.logging.log4j.LogManager.getLogger('org.apache.spark.Probe')"
+        ".error('a real error')\n"
+        "time.sleep(1)"
+    )
+    assert "a line of the JVM that is no known noise\n" in real.stderr, real.stderr
+    assert " ERROR Probe: a real error\n" in real.stderr, real.stderr
