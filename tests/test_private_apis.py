@@ -520,3 +520,10 @@ def test_a_killed_jvm_is_lost_and_a_new_one_starts_once_it_is_forgotten(root: An
     finally:
         new.sparkContext.stop()
     assert driver.driver_state(new.sparkContext) == "stopped"
+    # Kernel shutdown then ends the JVM through its stdin (PySpark's gateway server
+    # exits on EOF, running Spark's shutdown hooks) and forgets its gateway.
+    process = driver.gateway_process()
+    assert process is not None and process.poll() is None
+    driver.end_jvm(30)
+    assert process.returncode == 0, "the JVM exits by itself when its stdin closes"
+    assert driver.current_gateway() is None

@@ -6,11 +6,15 @@ server's log.
 The kernel's first cell starts the JVM while the Spark UI's port is taken (as when
 another kernel runs): its output is its one line, without the JVM's
 ``WARNING: Using incubator modules`` or Spark's ``Service 'SparkUI' could not bind``;
-what the JVM writes that is not one of those still reaches the cell.
+what the JVM writes that is not one of those still reaches the cell. At shutdown the
+JVM ends before ipykernel terminates its children, so Spark's shutdown hooks delete
+their scratch folders without ``Failed to delete`` stacks in the log, and no folder
+is left behind.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +27,21 @@ from kernel_driver import Kernel
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
+
+#: Runs right after the extension's own shutdown hook (observers of ``exit_now`` run in
+#: the order they were added), before ipykernel terminates the kernel's children: what
+#: became of the JVM by then. Imports nothing at shutdown.
+PROBE = """
+import json, os, types
+from pyspark import SparkContext
+def _probe(change, _state=types.SimpleNamespace(proc=SparkContext._gateway.proc),
+           json=json, os=os):
+    report = {{"jvm_exit_code": _state.proc.poll()}}
+    with open({path!r} + ".tmp", "w") as fh:
+        json.dump(report, fh)
+    os.replace({path!r} + ".tmp", {path!r})
+get_ipython().observe(_probe, names="exit_now")
+"""
 
 
 class Quiet:
@@ -80,3 +99,24 @@ def test_the_cell_that_starts_spark_shows_no_stderr_though_the_ui_port_is_taken(
     )
     assert "a line of the JVM that is no known noise\n" in real.stderr, real.stderr
     assert " ERROR Probe: a real error\n" in real.stderr, real.stderr
+
+
+def test_shutdown_ends_the_jvm_first_and_leaves_no_stack_and_no_folder(quiet: Quiet) -> None:
+    kernel = quiet.kernel
+    kernel.ok("%spark_session use a")
+    assert kernel.ok("spark.range(5).count()").result_text == "5"  # scratch files
+    root = Path(kernel.value(f"str({REGISTRY}.config.kernel_root().path())"))
+    assert (root / ".spark-scratch").is_dir()
+    kernel.ok(PROBE.format(path=str(quiet.report)))
+    before = quiet.server_log.stat().st_size
+    kernel.shutdown()
+    # The JVM exited by itself (closed stdin: PySpark's gateway server exits), not
+    # from ipykernel's SIGTERM, which also kills the `rm -rf` of Spark's shutdown hooks.
+    assert json.loads(quiet.report.read_text()) == {"jvm_exit_code": 0}
+    with open(quiet.server_log, encoding="utf-8", errors="replace") as fh:
+        fh.seek(before)
+        log = fh.read()  # what the shutdown wrote
+    for noise in ("Failed to delete", "Exception", " WARN ", " ERROR ", "\tat "):
+        assert noise not in log, log
+    assert not root.exists(), sorted(str(p) for p in root.rglob("*"))
+    assert list(quiet.sessions.iterdir()) == []

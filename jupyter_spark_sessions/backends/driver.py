@@ -191,6 +191,37 @@ def forget_lost_driver(sc: SparkContext) -> None:
     SparkSession._activeSession = None  # private
 
 
+def end_jvm(timeout: float) -> None:
+    """Kernel shutdown, once the context is stopped: end the JVM PySpark launched by
+    closing its stdin (PySpark's gateway server then exits, running Spark's shutdown
+    hooks, which delete its scratch folders) and wait for it, ``timeout`` s at most.
+    Nothing when no JVM of PySpark's runs, or a context still runs on it.
+
+    Why: ipykernel's shutdown then finds no child left. It sends SIGTERM to every
+    process of the kernel's group, again and again while one is left; a JVM it ends
+    that way runs those hooks meanwhile, and the ``rm -rf`` they start is killed too:
+    ``WARN JavaUtils: Attempt to delete using native Unix OS command failed`` and a Java
+    stack in the server's log, and folders left for the next start to remove."""
+    from pyspark import SparkContext
+
+    gateway = current_gateway()
+    proc = getattr(gateway, "proc", None)  # private
+    if proc is None or proc.poll() is not None:
+        return
+    sc = active_context()
+    if sc is not None and sc._jsc is not None:  # private; None once stopped
+        return
+    with contextlib.suppress(OSError, ValueError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout)
+    if proc.returncode is not None:  # a later start launches a new JVM
+        SparkContext._gateway, SparkContext._jvm = None, None  # private
+        with contextlib.suppress(Exception):
+            gateway.close()
+
+
 def current_gateway() -> Any:
     """PySpark's py4j gateway (to the JVM it launched, or was given), or None."""
     from pyspark import SparkContext
