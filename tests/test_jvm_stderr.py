@@ -1,6 +1,7 @@
 """The filter on the JVM's stderr (``backends/jvm_stderr.py``), fed through a real pipe:
-it drops the known-harmless lines only, whole, and forwards everything else unchanged
-and without waiting for more (a partial line, a progress bar's carriage returns)."""
+it drops the known-harmless lines only, whole, tells a lost executor in one line on
+stdout, and forwards everything else unchanged to stderr, without waiting for more (a
+partial line, a progress bar's carriage returns)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ import pytest
 from jupyter_spark_sessions.backends import jvm_stderr
 
 INCUBATOR = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+#: As Spark logged it when a test killed a local-cluster executor (kill -9).
+LOST_EXECUTOR = (
+    b"26/12/03 02:33:24 ERROR TaskSchedulerImpl: Lost executor 1 on 127.0.0.1: "
+    b"Command exited with code 137\n"
+)
+LOST_EXECUTOR_TOLD = (
+    b"Spark lost executor 1 on 127.0.0.1 (Command exited with code 137); it runs the "
+    b"executor's tasks again on other executors.\n"
+)
 UI_PORT = (
     b"26/12/03 02:22:05 WARN Utils: Service 'SparkUI' could not bind on port 4040. "
     b"Attempting port 4041.\n"
@@ -38,17 +48,51 @@ def test_the_known_harmless_lines_are_harmless(line: bytes) -> None:
 )
 def test_anything_else_is_kept(line: bytes) -> None:
     assert not jvm_stderr.is_harmless(line)
-    assert jvm_stderr.keep([line]) == line
+    assert jvm_stderr.route([line]) == [(2, line)]
+
+
+def test_a_lost_executor_is_told_in_one_line_on_stdout() -> None:
+    assert jvm_stderr.route([LOST_EXECUTOR]) == [(1, LOST_EXECUTOR_TOLD)]
+    rpc = (
+        b"26/12/03 ERROR TaskSchedulerImpl: Lost executor 0 on 10.0.0.7: Remote RPC client "
+        b"disassociated. Likely due to containers exceeding thresholds, or network issues.\n"
+    )
+    assert jvm_stderr.route([rpc]) == [
+        (
+            1,
+            b"Spark lost executor 0 on 10.0.0.7 (Remote RPC client disassociated. Likely due "
+            b"to containers exceeding thresholds, or network issues.); it runs the executor's "
+            b"tasks again on other executors.\n",
+        )
+    ]
+    # Anything else of the scheduler stays as Spark wrote it.
+    other = b"26/12/03 ERROR TaskSchedulerImpl: Exception in statusUpdate\n"
+    assert jvm_stderr.route([other]) == [(2, other)]
+
+
+def test_routes_keep_the_order_of_the_lines() -> None:
+    a, b = b"first\n", b"second\n"
+    assert jvm_stderr.route([a, INCUBATOR, b, LOST_EXECUTOR, UI_PORT, a]) == [
+        (2, a + b),
+        (1, LOST_EXECUTOR_TOLD),
+        (2, a),
+    ]
 
 
 class Collected:
+    """What the filter forwards to stderr (``data``) and to stdout (``out``)."""
+
     def __init__(self) -> None:
         self.data = b""
+        self.out = b""
         self.lock = threading.Lock()
 
-    def __call__(self, data: bytes) -> None:
+    def __call__(self, fd: int, data: bytes) -> None:
         with self.lock:
-            self.data += data
+            if fd == 2:
+                self.data += data
+            else:
+                self.out += data
 
     def wait_for(self, expected: bytes, timeout: float = 5.0) -> bytes:
         deadline = time.monotonic() + timeout
@@ -69,13 +113,14 @@ def test_the_filter_forwards_every_other_line_in_order_and_ends_with_its_writers
         b"26/12/03 ERROR TaskSetManager: Task 0 in stage 3.0 failed 1 times\n\tat x.y(Z.java:1)\n"
     )
     # Written in pieces that split lines, as a pipe may deliver them.
-    data = INCUBATOR + real + UI_PORT + b"last line\n"
+    data = INCUBATOR + real + UI_PORT + LOST_EXECUTOR + b"last line\n"
     for start in range(0, len(data), 7):
         os.write(writer, data[start : start + 7])
     os.close(writer)
     stderr.thread.join(5)
     assert not stderr.thread.is_alive(), "the thread ends when every writer closed the pipe"
     assert out.data == real + b"last line\n"
+    assert out.out == LOST_EXECUTOR_TOLD
 
 
 def test_a_partial_line_and_a_progress_bar_are_forwarded_without_waiting_for_more() -> None:
@@ -102,7 +147,7 @@ def test_a_forward_that_fails_does_not_stop_the_reading() -> None:
     # A JVM whose stderr nobody reads blocks once the pipe is full.
     calls: list[bytes] = []
 
-    def broken(data: bytes) -> None:
+    def broken(fd: int, data: bytes) -> None:
         calls.append(data)
         raise OSError("stderr closed")
 

@@ -6,10 +6,10 @@ server's log.
 The kernel's first cell starts the JVM while the Spark UI's port is taken (as when
 another kernel runs): its output is its one line, without the JVM's
 ``WARNING: Using incubator modules`` or Spark's ``Service 'SparkUI' could not bind``;
-what the JVM writes that is not one of those still reaches the cell. At shutdown the
-JVM ends before ipykernel terminates its children, so Spark's shutdown hooks delete
-their scratch folders without ``Failed to delete`` stacks in the log, and no folder
-is left behind.
+what the JVM writes that is not one of those still reaches the cell, and Spark's ERROR
+for a lost executor is one line on stdout. At shutdown the JVM ends before ipykernel
+terminates its children, so Spark's shutdown hooks delete their scratch folders without
+``Failed to delete`` stacks in the log, and no folder is left behind.
 """
 
 from __future__ import annotations
@@ -93,12 +93,21 @@ def test_the_cell_that_starts_spark_shows_no_stderr_though_the_ui_port_is_taken(
         "import time\n"
         "jvm = __import__('pyspark').SparkContext._active_spark_context._jvm\n"
         "jvm.System.err.println('a line of the JVM that is no known noise')\n"
-        "jvm.org.apache.logging.log4j.LogManager.getLogger('org.apache.spark.Probe')"
-        ".error('a real error')\n"
+        "log = jvm.org.apache.logging.log4j.LogManager.getLogger\n"
+        "log('org.apache.spark.Probe').error('a real error')\n"
+        # What Spark logs when an executor dies (a test killed one: backends/jvm_stderr).
+        "log('org.apache.spark.scheduler.TaskSchedulerImpl').error("
+        "'Lost executor 7 on 127.0.0.1: Command exited with code 137')\n"
         "time.sleep(1)"
     )
     assert "a line of the JVM that is no known noise\n" in real.stderr, real.stderr
     assert " ERROR Probe: a real error\n" in real.stderr, real.stderr
+    # An executor Spark lost is one line on stdout (not red), saying what Spark does.
+    assert "Lost executor" not in real.stderr, real.stderr
+    assert real.stdout == (
+        "Spark lost executor 7 on 127.0.0.1 (Command exited with code 137); it runs the "
+        "executor's tasks again on other executors.\n"
+    ), real.stdout
 
 
 def test_shutdown_ends_the_jvm_first_and_leaves_no_stack_and_no_folder(quiet: Quiet) -> None:

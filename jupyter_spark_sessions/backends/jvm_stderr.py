@@ -1,6 +1,7 @@
 """The stderr of the JVM this project launches: every line reaches the kernel's stderr
 (so a notebook cell, and the server's log) as before, except the lines every start
-prints that a notebook user reads as errors though nothing is wrong.
+prints that a notebook user reads as errors though nothing is wrong, and the ERROR of
+an expected event Spark recovers from (a lost executor), told in one line on stdout.
 
 Why a filter on the JVM's stderr rather than log4j or JVM options: the loudest line,
 ``WARNING: Using incubator modules: jdk.incubator.vector``, is not log4j's; the JVM
@@ -38,6 +39,22 @@ HARMLESS = (
     ),
 )
 
+#: Expected events that Spark logs as ERRORs and recovers from by itself: each is told in
+#: one line on stdout instead (a notebook shows stderr in red), saying what Spark does.
+RETOLD = (
+    # An executor died (killed, out of memory, its machine lost): Spark runs the tasks it
+    # had on the other executors (a cluster manager starts a new one); the job fails
+    # only when a task keeps failing, and then the cell says so with the job's error.
+    (
+        re.compile(
+            rb".*\bERROR\b.*TaskSchedulerImpl: Lost executor (?P<executor>\S+) on "
+            rb"(?P<host>\S+?):? (?P<reason>.*)"
+        ),
+        "Spark lost executor {executor} on {host} ({reason}); it runs the executor's tasks "
+        "again on other executors.\n",
+    ),
+)
+
 #: A partial line (no line end yet) is forwarded when nothing follows for this long: a
 #: progress bar's updates end with a carriage return, a prompt with nothing at all.
 PARTIAL_LINE_SECONDS = 0.2
@@ -51,19 +68,41 @@ def is_harmless(line: bytes) -> bool:
     return any(pattern.fullmatch(text) for pattern in HARMLESS)
 
 
-def keep(lines: Iterable[bytes]) -> bytes:
-    """``lines`` (each with its line end) without the harmless ones, joined."""
-    return b"".join(line for line in lines if not is_harmless(line))
+def route(lines: Iterable[bytes]) -> list[tuple[int, bytes]]:
+    """Where ``lines`` (each with its line end) go, in order, as (file descriptor, bytes)
+    with neighbours to the same descriptor joined: a harmless line nowhere, a RETOLD
+    event's one line to stdout (1), any other line unchanged to stderr (2)."""
+    routed: list[tuple[int, bytes]] = []
+    for line in lines:
+        if is_harmless(line):
+            continue
+        fd, data = _retold(line) or (2, line)
+        if routed and routed[-1][0] == fd:
+            routed[-1] = (fd, routed[-1][1] + data)
+        else:
+            routed.append((fd, data))
+    return routed
+
+
+def _retold(line: bytes) -> tuple[int, bytes] | None:
+    text = line.rstrip(b"\r\n")
+    for pattern, story in RETOLD:
+        found = pattern.fullmatch(text)
+        if found:
+            parts = {k: v.decode("utf-8", "replace") for k, v in found.groupdict().items()}
+            return 1, story.format(**parts).encode("utf-8")
+    return None
 
 
 class StderrFilter:
-    """A pipe for a child process's stderr, read on a daemon thread that forwards every
-    line but the harmless ones to ``forward`` (default: this process's file descriptor
-    2, wherever it points when the line arrives). The thread ends when every writer of
-    the pipe (the JVM and the processes it starts) has closed it."""
+    """A pipe for a child process's stderr, read on a daemon thread that passes what
+    ``route`` makes of each line to ``forward(fd, data)`` (default: written to this
+    process's file descriptor ``fd``, wherever it points when the line arrives). The
+    thread ends when every writer of the pipe (the JVM and the processes it starts) has
+    closed it."""
 
-    def __init__(self, forward: Callable[[bytes], None] | None = None) -> None:
-        self._forward = forward or _write_to_stderr
+    def __init__(self, forward: Callable[[int, bytes], None] | None = None) -> None:
+        self._forward = forward or _write
         self._read, self.write_fd = os.pipe()
         self.thread = threading.Thread(target=self._pump, name="jss-jvm-stderr", daemon=True)
         self.thread.start()
@@ -83,7 +122,7 @@ class StderrFilter:
                 if pending:
                     ready, _, _ = select.select([self._read], [], [], PARTIAL_LINE_SECONDS)
                     if not ready:  # a partial line nothing completes soon: show it
-                        self._send(keep([pending]))
+                        self._send([pending])
                         pending = b""
                         continue
                 chunk = os.read(self._read, _READ_SIZE)
@@ -91,21 +130,21 @@ class StderrFilter:
                     break
                 lines = (pending + chunk).splitlines(keepends=True)
                 pending = b"" if lines[-1].endswith((b"\n", b"\r")) else lines.pop()
-                self._send(keep(lines))
-            self._send(keep([pending]))
+                self._send(lines)
+            self._send([pending] if pending else [])
         finally:
             os.close(self._read)
 
-    def _send(self, data: bytes) -> None:
-        # Never stop reading: a JVM whose stderr nobody reads blocks once the pipe is full.
-        if data:
+    def _send(self, lines: list[bytes]) -> None:
+        for fd, data in route(lines):
+            # Never stop reading: a JVM whose stderr nobody reads blocks once it is full.
             with contextlib.suppress(Exception):
-                self._forward(data)
+                self._forward(fd, data)
 
 
-def _write_to_stderr(data: bytes) -> None:
+def _write(fd: int, data: bytes) -> None:
     while data:
-        written = os.write(2, data)
+        written = os.write(fd, data)
         data = data[written:]
 
 
