@@ -55,7 +55,6 @@ def start_context(
     its driver and UI listen on loopback and its scratch files go to ``scratch_dir``
     (see ``local_master_defaults``); its JVM logs only what a notebook user needs
     (``quiet_logging_env``); ``conf`` wins over every default."""
-    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     # Executors' Python workers must run the kernel's interpreter, which has pyarrow
@@ -76,16 +75,23 @@ def start_context(
     drop_py4j_tracebacks_of_a_dead_jvm()
     with _environ(env), api_flavour.classic():
         if driver.current_gateway() is None and jvm_stderr.can_filter():
-            # A new JVM: launched here, as the builder would, but with its stderr
-            # filtered (jvm_stderr); the builder then finds this context.
-            gateway = jvm_stderr.launch_gateway(settings)
-            SparkContext(conf=SparkConf().setAll(list(settings.items())), gateway=gateway)
+            _launch_filtered(settings)  # the builder then finds this context
         session = builder.getOrCreate()
     try:  # the UI's root stays under a proxy (Spark UI links through the Jupyter server)
         driver_jar.instance(session.sparkContext, "jss.UiRootRedirect")
     except Exception:  # a UI without it only links its logo outside the proxy
         log.warning("could not make the Spark UI's root redirect relative", exc_info=True)
     return session
+
+
+def _launch_filtered(settings: Mapping[str, str]) -> None:
+    """A new JVM and a SparkContext on it with ``settings``, launched as
+    ``SparkSession.builder.getOrCreate()`` would, but with the JVM's stderr filtered
+    (``jvm_stderr``)."""
+    from pyspark import SparkConf, SparkContext
+
+    gateway = jvm_stderr.launch_gateway(settings)
+    SparkContext(conf=SparkConf().setAll(list(settings.items())), gateway=gateway)
 
 
 #: The JVM's logging for a context this project starts: Spark's own defaults at WARN
