@@ -24,8 +24,11 @@ if TYPE_CHECKING:
 
 
 #: How long kernel shutdown waits for the JVM of the context it stopped to exit (it takes
-#: about 0.4 s: Spark's shutdown hooks delete its scratch folders).
-JVM_EXIT_SECONDS = 3.0
+#: about 0.4 s: Spark's shutdown hooks delete its scratch folders; a whole shutdown took
+#: 1.5-1.7 s here). Jupyter's kernel manager sends SIGTERM to a kernel still running
+#: 2.5 s after a shutdown request: the JVM, its stdin closed, then still exits by
+#: itself, and the kernel's folder goes at the next kernel's start.
+JVM_EXIT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
