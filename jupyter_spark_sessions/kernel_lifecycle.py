@@ -7,9 +7,13 @@ observes ``exit_now`` instead (``exit``/``quit`` in a terminal IPython set it to
 ``atexit`` stays as the fallback for plain Python. ``test_lifecycle_kernel.py`` breaks
 if ipykernel changes this order.
 
-ipykernel then waits, re-signalling for about 30 s, until no child is left, and it
-counts zombies: the JVM it kills stays one, since PySpark never waits on it. So the
-cleanup ends by starting a thread that reaps the JVM the moment it dies; without it a
+ipykernel then sends SIGTERM to every child left in the kernel's process group, again
+and again for about 30 s until none is left, and it counts zombies. So the cleanup ends
+the JVM of the context it stopped and waits for it (``driver.end_jvm``): killed by
+those signals, the JVM's shutdown hooks would have their ``rm -rf`` children killed too
+(``Failed to delete`` and a Java stack in the server's log). A JVM still running after
+that (a context that is not this project's, or a slow exit) is killed as before, and a
+thread reaps it the moment it dies: PySpark never waits on it, and without the thread a
 restart takes 30 s (or the server kills the kernel after 5 s).
 """
 

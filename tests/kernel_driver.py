@@ -69,7 +69,16 @@ class Kernel:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         drop_env: tuple[str, ...] = (),
+        server_log: Path | None = None,
     ) -> None:
+        """``server_log``: run the kernel as a Jupyter server does, its own stderr (what
+        the server logs) going to that file, and what its child processes (the JVM)
+        write to its stderr shown in the running cell.
+
+        Without it the kernel shows only what Python writes: ipykernel forwards the
+        file descriptors 1 and 2 into cells only when ``PYTEST_CURRENT_TEST`` is not set
+        (``OutStream`` in ipykernel/iostream.py), and a kernel started from a test
+        inherits it."""
         self._spec_root = Path(tempfile.mkdtemp(prefix="jss-kernelspec-"))
         _write_kernelspec(self._spec_root)
         os.environ["JUPYTER_PATH"] = str(self._spec_root)
@@ -79,7 +88,12 @@ class Kernel:
         kernel_env.update(env or {})
         for name in drop_env:
             kernel_env.pop(name, None)
-        self.manager.start_kernel(env=kernel_env, cwd=cwd)
+        if server_log is None:
+            self.manager.start_kernel(env=kernel_env, cwd=cwd)
+        else:
+            kernel_env.pop("PYTEST_CURRENT_TEST", None)
+            with open(server_log, "ab") as log:  # the kernel keeps its own copy
+                self.manager.start_kernel(env=kernel_env, cwd=cwd, stderr=log)
         self.client = self.manager.blocking_client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)

@@ -20,6 +20,7 @@ class RecordingBuilder:
     def __init__(self) -> None:
         self.conf: dict[str, str] = {}
         self.environ_at_start: dict[str, str] = {}
+        self.launched: tuple[dict[str, str], dict[str, str]] | None = None
 
     def master(self, master: str) -> RecordingBuilder:
         self.conf["spark.master"] = master
@@ -36,11 +37,18 @@ class RecordingBuilder:
         self.environ_at_start = dict(os.environ)
         return "session"
 
+    def launch(self, settings: dict[str, str]) -> None:
+        """Stands in for the JVM's launch (``context_start._launch_filtered``)."""
+        self.launched = (dict(settings), dict(os.environ))
+
 
 @pytest.fixture
 def builder(monkeypatch: pytest.MonkeyPatch) -> RecordingBuilder:
     recording = RecordingBuilder()
     monkeypatch.setattr(SparkSession, "builder", recording)
+    monkeypatch.setattr(context_start.driver, "current_gateway", lambda: None)
+    monkeypatch.setattr(context_start.jvm_stderr, "can_filter", lambda: True)
+    monkeypatch.setattr(context_start, "_launch_filtered", recording.launch)
     for name in ("SPARK_LOCAL_IP", "SPARK_LOCAL_DIRS"):
         monkeypatch.delenv(name, raising=False)
     return recording
@@ -75,6 +83,8 @@ def test_local_master_binds_loopback_and_keeps_scratch_private(builder: Recordin
     assert builder.environ_at_start["SPARK_LOCAL_DIRS"] == "/private/.spark-scratch"
     assert "spark.local.dir" not in builder.conf
     assert "SPARK_LOCAL_IP" not in os.environ and "SPARK_LOCAL_DIRS" not in os.environ
+    # The JVM is launched (its stderr filtered) with the same settings and environment.
+    assert builder.launched == (builder.conf, builder.environ_at_start)
 
 
 def test_cluster_master_keeps_sparks_own_binding(builder: RecordingBuilder) -> None:

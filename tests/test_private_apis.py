@@ -6,6 +6,7 @@ and names the wrapper to fix."""
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import zipfile
 from collections.abc import Iterator
@@ -51,6 +52,30 @@ def test_gateway_process_is_the_running_jvm_launched_by_pyspark(root: Any) -> No
     assert process is not None, "PySpark no longer keeps the JVM's Popen on its gateway"
     assert process.poll() is None, "the JVM of the running context"
     assert psutil.Process(process.pid).name() == "java"
+
+
+def test_the_jvm_pyspark_launches_for_us_writes_its_stderr_through_the_filter(
+    root: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # start_context launched the module's JVM with jvm_stderr.launch_gateway (PySpark's
+    # launch_gateway with popen_kwargs): its stderr is the filter's pipe, not ours.
+    assert driver.current_gateway() is root.sparkContext._gateway
+    process = driver.gateway_process()
+    assert process is not None and process.poll() is None
+    jvm_fd2 = os.readlink(f"/proc/{process.pid}/fd/2")
+    assert jvm_fd2.startswith("pipe:") and jvm_fd2 != os.readlink("/proc/self/fd/2")
+    jvm = root.sparkContext._jvm
+    capfd.readouterr()
+    jvm.System.err.println("WARNING: Using incubator modules: jdk.incubator.vector")
+    jvm.System.err.println("a line of the JVM's")
+    jvm.org.apache.logging.log4j.LogManager.getLogger("org.apache.spark.Probe").error("real")
+    deadline = time.monotonic() + 10
+    err = ""
+    while "ERROR Probe: real" not in err and time.monotonic() < deadline:
+        time.sleep(0.05)
+        err += capfd.readouterr().err
+    assert "a line of the JVM's\n" in err and "ERROR Probe: real\n" in err, err
+    assert "incubator" not in err, err
 
 
 def test_root_session_reuses_pysparks_instantiated_session(root: Any) -> None:
@@ -495,3 +520,10 @@ def test_a_killed_jvm_is_lost_and_a_new_one_starts_once_it_is_forgotten(root: An
     finally:
         new.sparkContext.stop()
     assert driver.driver_state(new.sparkContext) == "stopped"
+    # Kernel shutdown then ends the JVM through its stdin (PySpark's gateway server
+    # exits on EOF, running Spark's shutdown hooks) and forgets its gateway.
+    process = driver.gateway_process()
+    assert process is not None and process.poll() is None
+    driver.end_jvm(30)
+    assert process.returncode == 0, "the JVM exits by itself when its stdin closes"
+    assert driver.current_gateway() is None

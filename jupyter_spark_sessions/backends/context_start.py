@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import api_flavour, driver_jar
+from . import api_flavour, driver, driver_jar, jvm_stderr
 from .driver import drop_py4j_tracebacks_of_a_dead_jvm
 from .local_master import is_local_master, local_master_defaults, local_master_env
 
@@ -61,10 +61,11 @@ def start_context(
     # and the user's packages; an explicit setting by the user wins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     defaults = {**OWNED_CONTEXT_DEFAULTS, **local_master_defaults(master)}
-    builder = SparkSession.builder.master(master).appName(app_name)
     if is_local_master(master):  # executors run this interpreter, with this package
         defaults.update(LOCAL_CONTEXT_DEFAULTS)
-    for key, value in {**defaults, **conf}.items():
+    settings = {"spark.master": master, "spark.app.name": app_name, **defaults, **conf}
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     env = local_master_env(master)
     users = "spark.local.dir" in conf or "SPARK_LOCAL_DIRS" in os.environ
@@ -73,12 +74,24 @@ def start_context(
     env.update(quiet_logging_env(conf))
     drop_py4j_tracebacks_of_a_dead_jvm()
     with _environ(env), api_flavour.classic():
+        if driver.current_gateway() is None and jvm_stderr.can_filter():
+            _launch_filtered(settings)  # the builder then finds this context
         session = builder.getOrCreate()
     try:  # the UI's root stays under a proxy (Spark UI links through the Jupyter server)
         driver_jar.instance(session.sparkContext, "jss.UiRootRedirect")
     except Exception:  # a UI without it only links its logo outside the proxy
         log.warning("could not make the Spark UI's root redirect relative", exc_info=True)
     return session
+
+
+def _launch_filtered(settings: Mapping[str, str]) -> None:
+    """A new JVM and a SparkContext on it with ``settings``, launched as
+    ``SparkSession.builder.getOrCreate()`` would, but with the JVM's stderr filtered
+    (``jvm_stderr``)."""
+    from pyspark import SparkConf, SparkContext
+
+    gateway = jvm_stderr.launch_gateway(settings)
+    SparkContext(conf=SparkConf().setAll(list(settings.items())), gateway=gateway)
 
 
 #: The JVM's logging for a context this project starts: Spark's own defaults at WARN

@@ -191,7 +191,39 @@ def forget_lost_driver(sc: SparkContext) -> None:
     SparkSession._activeSession = None  # private
 
 
-def _current_gateway() -> Any:
+def end_jvm(timeout: float) -> None:
+    """Kernel shutdown, once the context is stopped: end the JVM PySpark launched by
+    closing its stdin (PySpark's gateway server then exits, running Spark's shutdown
+    hooks, which delete its scratch folders) and wait for it, ``timeout`` s at most.
+    Nothing when no JVM of PySpark's runs, or a context still runs on it.
+
+    Why: ipykernel's shutdown then finds no child left. It sends SIGTERM to every
+    process of the kernel's group, again and again while one is left; a JVM it ends
+    that way runs those hooks meanwhile, and the ``rm -rf`` they start is killed too:
+    ``WARN JavaUtils: Attempt to delete using native Unix OS command failed`` and a Java
+    stack in the server's log, and folders left for the next start to remove."""
+    from pyspark import SparkContext
+
+    gateway = current_gateway()
+    proc = getattr(gateway, "proc", None)  # private
+    if proc is None or proc.poll() is not None:
+        return
+    sc = active_context()
+    if sc is not None and sc._jsc is not None:  # private; None once stopped
+        return
+    with contextlib.suppress(OSError, ValueError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout)
+    if proc.returncode is not None:  # a later start launches a new JVM
+        SparkContext._gateway, SparkContext._jvm = None, None  # private
+        with contextlib.suppress(Exception):
+            gateway.close()
+
+
+def current_gateway() -> Any:
+    """PySpark's py4j gateway (to the JVM it launched, or was given), or None."""
     from pyspark import SparkContext
 
     return SparkContext._gateway  # private
@@ -222,7 +254,7 @@ class _DeadJvmLogFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.getMessage() != "Exception while sending command.":
             return True
-        gateway = _current_gateway()
+        gateway = current_gateway()
         return not (gateway is not None and _gateway_is_dead(gateway, wait=0.5))
 
 
