@@ -471,6 +471,8 @@ class SessionRegistry:
             on_context = [m for m in self._sessions.values() if m.backend.on_shared_context]
         broken = [m for m in on_context if m.backend.problem()]
         master, started = self.context.restart(sessions_broken=bool(broken))
+        if started:  # all of the old context's (``problem`` may not know it died yet)
+            broken = on_context
         recreated, dropped, refused = [], [], []
         for managed in broken:
             mark_gone(
