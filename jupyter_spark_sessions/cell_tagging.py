@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import IPython
 
 from . import descriptions, job_tags
+from .gone_objects import looks_gone
 from .registry import ManagedSession, SessionRegistry
 
 if TYPE_CHECKING:
@@ -106,8 +107,11 @@ class CellJobTagging:
         self._pushed.untag_pending = False
         try:
             self.registry.tagger.pop()
-        except Exception:
-            log.warning("could not remove this cell's Spark job tags")
+        except Exception as exc:
+            # The driver died during the cell: its tags died with it, and the cell (or
+            # the next one) says so in one line; anything else is worth a warning.
+            level = logging.DEBUG if looks_gone(exc) else logging.WARNING
+            log.log(level, "could not remove this cell's Spark job tags (%s)", type(exc).__name__)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
