@@ -110,7 +110,10 @@ class CellJobTagging:
         except Exception as exc:
             # The driver died during the cell: its tags died with it, and the cell (or
             # the next one) says so in one line; anything else is worth a warning.
-            level = logging.DEBUG if looks_gone(exc) else logging.WARNING
+            from py4j.protocol import Py4JError  # a dead JVM's calls fail with it too
+
+            gone = looks_gone(exc) or isinstance(exc, Py4JError)
+            level = logging.DEBUG if gone else logging.WARNING
             log.log(level, "could not remove this cell's Spark job tags (%s)", type(exc).__name__)
 
 
