@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import IPython
 
 from . import descriptions, job_tags
-from .gone_objects import looks_gone
+from .backends.driver import raised_by_a_gone_driver
 from .registry import ManagedSession, SessionRegistry
 
 if TYPE_CHECKING:
@@ -110,10 +110,7 @@ class CellJobTagging:
         except Exception as exc:
             # The driver died during the cell: its tags died with it, and the cell (or
             # the next one) says so in one line; anything else is worth a warning.
-            from py4j.protocol import Py4JError  # a dead JVM's calls fail with it too
-
-            gone = looks_gone(exc) or isinstance(exc, Py4JError)
-            level = logging.DEBUG if gone else logging.WARNING
+            level = logging.DEBUG if raised_by_a_gone_driver(exc) else logging.WARNING
             log.log(level, "could not remove this cell's Spark job tags (%s)", type(exc).__name__)
 
 

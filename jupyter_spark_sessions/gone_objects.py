@@ -16,6 +16,8 @@ import threading
 import weakref
 from types import TracebackType
 
+from .backends.spark_errors import error_chain
+
 #: Text of the errors PySpark raises on an object whose session or driver is gone.
 _GONE_MARKS = (
     "Channel closed",
@@ -63,18 +65,13 @@ def looks_gone(error: BaseException) -> bool:
     session, not a mistake in the user's code."""
     from py4j.protocol import Py4JNetworkError
 
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, (ConnectionError, EOFError, Py4JNetworkError)):
-            return True
-        if isinstance(current, AttributeError) and "'NoneType' object" in str(current):
-            return True  # a stopped classic context's _jsc
-        if any(mark in str(current) for mark in _GONE_MARKS):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return any(
+        isinstance(current, (ConnectionError, EOFError, Py4JNetworkError))
+        # a stopped classic context's _jsc
+        or (isinstance(current, AttributeError) and "'NoneType' object" in str(current))
+        or any(mark in str(current) for mark in _GONE_MARKS)
+        for current in error_chain(error)
+    )
 
 
 def _used_sessions(tb: TracebackType | None) -> list[tuple[object, object]]:

@@ -143,9 +143,6 @@ class EnvironmentCache:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def path(self, wanted: Requirements) -> Path:
-        return self.root / env_key(wanted)
-
     def get_or_build(self, wanted: Requirements, say: Callable[[str], None]) -> SessionEnv:
         """The environment for ``wanted``, built if the cache lacks it; ``say`` gets
         the build's progress lines. PackagesError (nothing left behind) on failure."""

@@ -5,16 +5,14 @@ gateway's websocket; its errors say what is true in gateway mode."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 from e2e.gateway import KernelGateway
 from e2e.lab import LabServer
-from test_job_board_kernel import LONG_CELL, start_background_job_in_b
-from test_server_relay import relay, wait_for_group
+from test_server_relay import cancel_a_busy_cell_through_the_relay, relay
 
-from kernel_driver import Kernel, assert_cancelled_in_one_line
+from kernel_driver import Kernel
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
@@ -53,35 +51,8 @@ def sessions(lab: LabServer, gateway: KernelGateway) -> Iterator[tuple[str, Kern
 def test_relay_through_a_gateway_lists_and_cancels_and_spares_the_other_session(
     lab: LabServer, sessions: tuple[str, Kernel]
 ) -> None:
-    kernel_id, kernel = sessions
-    start_background_job_in_b(kernel, seconds_per_row=2)
-    b_group = wait_for_group(lab, kernel_id, lambda g: g["session"] == "b")
-    kernel.ok("%spark_session use a")
-    busy = kernel.client.execute(LONG_CELL)
-    group = wait_for_group(
-        lab,
-        kernel_id,
-        lambda g: g["session"] == "a" and g["state"] == "running" and g["tasks"]["active"] > 0,
-    )
-    # The shell is busy: only the control channel, through the gateway, answers this.
-    started = time.monotonic()
-    status, reply = relay(
-        lab, kernel_id, {"version": 1, "action": "cancel", "groups": [group["id"]]}
-    )
-    seconds = time.monotonic() - started
-    assert status == 200 and reply["status"] == "ok", reply
-    assert reply["cancelling"] == [group["id"]]
-    print(f"cancel through the server and the gateway: {seconds * 1000:.0f} ms")
-
-    result = kernel.collect(busy, timeout=60)
-    assert_cancelled_in_one_line(result, group["id"], "through the REST relay")
-    wait_for_group(lab, kernel_id, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
-    kernel.ok("b_thread.join(120)")
-    assert kernel.value("b_result") == {"sum": 45}, "b's job is not touched by a's cancel"
-    b_done = wait_for_group(
-        lab, kernel_id, lambda g: g["id"] == b_group["id"] and g["state"] != "running"
-    )
-    assert b_done["state"] == "succeeded"
+    # The shell is busy: only the control channel, through the gateway, answers.
+    cancel_a_busy_cell_through_the_relay(lab, *sessions)
 
 
 def test_relay_errors_say_what_is_true_behind_a_gateway(

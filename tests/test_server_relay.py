@@ -96,7 +96,12 @@ def wait_for_group(
 def test_relay_cancels_a_busy_cells_group_and_spares_the_other_session(
     lab: LabServer, sessions: tuple[str, Kernel]
 ) -> None:
-    kernel_id, kernel = sessions
+    cancel_a_busy_cell_through_the_relay(lab, *sessions)
+
+
+def cancel_a_busy_cell_through_the_relay(lab: LabServer, kernel_id: str, kernel: Kernel) -> None:
+    """While a cell of a is busy, the relay lists its group and cancels it: the cell
+    ends in one line, b's background job runs on to its result."""
     start_background_job_in_b(kernel, seconds_per_row=2)
     b_group = wait_for_group(lab, kernel_id, lambda g: g["session"] == "b")
     kernel.ok("%spark_session use a")

@@ -15,6 +15,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ContextStoppedError
+from .spark_errors import error_chain
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -143,16 +144,11 @@ def raised_by_a_gone_driver(error: BaseException) -> bool:
     # the caller tells apart by asking the driver.
     from py4j.protocol import Py4JError
 
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, (Py4JError, ConnectionError, EOFError)):
-            return True
-        if isinstance(current, AttributeError) and "'NoneType' object" in str(current):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return any(
+        isinstance(current, (Py4JError, ConnectionError, EOFError))
+        or (isinstance(current, AttributeError) and "'NoneType' object" in str(current))
+        for current in error_chain(error)
+    )
 
 
 def require_running(sc: SparkContext, name: str) -> None:

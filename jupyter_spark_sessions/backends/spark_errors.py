@@ -7,17 +7,25 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 _MARKS = ("SPARK_JOB_CANCELLED", "OPERATION_CANCELED")
+
+
+def error_chain(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then what caused it (``__cause__``, else ``__context__``), each once."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 def cancellation_line(error: BaseException) -> str | None:
     """Spark's one line saying the job or operation was cancelled, if ``error`` is
     (or was caused by) a cancellation; None for any other error."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in error_chain(error):
         for line in str(current).splitlines():
             line = line.strip()
             if any(mark in line for mark in _MARKS):
@@ -25,7 +33,6 @@ def cancellation_line(error: BaseException) -> str | None:
                 line = line[max(0, line.rfind("[", 0, start + 1)) :]
                 line = re.sub(r"\s+SQLSTATE: \w+\s*$", "", line)  # noise for a user
                 return " ".join(line.split())[:300]
-        current = current.__cause__ or current.__context__
     return None
 
 
