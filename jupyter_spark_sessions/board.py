@@ -337,13 +337,13 @@ class JobBoard:
         self.wake_now()
 
     def cancels_of_cell(self, execution_count: int) -> list[tuple[str, str | None, list[int]]]:
-        """The groups of cell ``execution_count`` a user cancelled: (group id, where
-        the cancel came from, the ids of the jobs it cancelled)."""
+        """(group id, source, ids of the jobs cancelled by id) of the cell's cancelled groups."""
         with self._lock:
+            hit = [g for g in self._groups.values() if g.count == execution_count]
+            hit = [g for g in hit if g.cancel_requested_at is not None]
+            ran = [g for g in hit if g.job_ids or g.operation_ids] or hit  # ran jobs, if any did
             return [
-                (g.id, g.cancel_source, sorted(self._shown_id(j) for j in g.cancel_sent))
-                for g in self._groups.values()
-                if g.count == execution_count and g.cancel_requested_at is not None
+                (g.id, g.cancel_source, sorted(map(self._shown_id, g.cancel_sent))) for g in ran
             ]
 
     def _shown_id(self, ref: JobRef) -> int:

@@ -57,11 +57,8 @@ CANCEL_FROM = {
 
 def cancel_story(cancels: list[tuple[str, str | None, list[int]]]) -> str:
     """``The Spark jobs of a:4 (job 3) were cancelled from the sidebar.`` for the
-    groups a cell's cancel reached (``JobBoard.cancels_of_cell``): one clause per place
-    the cancels came from; a group the cancel found without jobs (the cell's own
-    session, when it ran its jobs in another) is left out when another had some."""
-    if any(job_ids for _, _, job_ids in cancels):
-        cancels = [c for c in cancels if c[2]]
+    groups a cell's cancel reached (``JobBoard.cancels_of_cell``, which leaves out a
+    group that ran nothing): one clause per place the cancels came from."""
     by_source: dict[str | None, list[str]] = {}
     for group_id, source, job_ids in cancels:
         jobs = ""

@@ -48,9 +48,9 @@ def test_a_cancel_story_names_groups_jobs_and_where_the_cancel_came_from() -> No
     assert cancel_story([("a:4", "sidebar", [3])]) == (
         "The Spark jobs of a:4 (job 3) were cancelled from the sidebar."
     )
-    # The cell's own session ran nothing: only the groups whose jobs were cancelled.
-    assert cancel_story([("a:4", "interrupt", []), ("b:4", "interrupt", [3, 5])]) == (
-        "The Spark jobs of b:4 (jobs 3, 5) were cancelled by the kernel's Interrupt."
+    # A group whose jobs Spark cancelled by tag (none by id): named all the same.
+    assert cancel_story([("a:4", "interrupt", [6]), ("b:4", "interrupt", [])]) == (
+        "The Spark jobs of a:4 (job 6) and b:4 were cancelled by the kernel's Interrupt."
     )
     assert cancel_story(
         [("a:4", "interrupt", [6]), ("b:4", "interrupt", [3]), ("c:4", "sidebar", [7])]
