@@ -144,6 +144,23 @@ class SparkSessionsConfig(Configurable):
         "(~/.cache/...).",
     ).tag(config=True)
 
+    env_cache_max_bytes = Int(
+        5 * 2**30,
+        help="Bound of env_cache_dir's size: after a build, the least recently used "
+        "environments are removed until it fits, except those of this kernel's sessions "
+        "and any used in the last hour (0: no bound).",
+    ).tag(config=True)
+
+    env_shipping = Enum(
+        ["auto", "path", "archive"],
+        default_value="auto",
+        help="How a session's packages reach its Python workers: 'path' uses the "
+        "environment where it was built (workers on this machine), 'archive' ships it as "
+        "the session's archive (executors elsewhere: YARN, Kubernetes, a remote master or "
+        "Connect server); 'auto' uses the path for local masters, a standalone master on "
+        "this machine and the local Connect server, the archive otherwise.",
+    ).tag(config=True)
+
     archive_max_ratio = Float(
         200.0,
         help="Largest ratio of uncompressed size to archive size `add_archive` accepts "

@@ -109,7 +109,10 @@ def _ui_text(info: SessionView) -> str:
 
 def _env_line(env: SessionEnv) -> str:
     how = f"built in {env.seconds:.1f} s" if env.built else "from the cache"
-    return f"Python environment with {env.wanted.describe()}: {how}."
+    line = f"Python environment with {env.wanted.describe()}: {how}."
+    if env.shipped_as:  # executors elsewhere (SparkSessionsConfig.env_shipping)
+        line += f" Its executors get it as the session's archive '{env.shipped_as}'."
+    return line
 
 
 def _print_problems(sessions: Sequence[SessionView]) -> None:
@@ -219,7 +222,7 @@ class SparkSessionMagics(Magics):
         ]
         env = self.registry.get(args.name).env
         if env is not None:
-            fields.append(("packages", f"{env.wanted.describe()} (Python: {env.python})"))
+            fields.append(("packages", f"{env.wanted.describe()} (Python: {env.worker_python})"))
         # Always a state: "ready", or why the session cannot run jobs and the way out.
         fields.append(("state", info.disconnected or "ready"))
         if not info.disconnected:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -72,13 +72,6 @@ _NAME_PATTERN = re.compile(r"[^\W\d][\w.-]{0,63}")
 #: A stopped session is released once none of its jobs ran for this long: until then
 #: the board cancels any job of it it sees (a running query's next job included).
 _STOPPED_SESSION_QUIET_SECONDS = 1.0
-
-
-_REMOTE_PACKAGES = (
-    "Packages for a session on a remote Spark Connect server are not supported yet (its "
-    "Python workers run on the server's machine): --pip works with classic sessions and "
-    "--remote local."
-)
 
 
 def check_session_name(name: str) -> None:
@@ -274,13 +267,9 @@ class SessionRegistry:
             )
         if remote is not None and share is not None:
             raise ConfError(_CONNECT_SHARES)
-        if packages and remote not in (None, "local"):
-            raise PackagesError(_REMOTE_PACKAGES)
         with self._reserve(name):
             settings = {**self.config.session_defaults, **(conf or {})}
-            env = self._environment(packages, progress) if packages else None
-            if env is not None:
-                settings[PYTHON_CONF] = env.python
+            env = self._env_cache().get_or_build(packages, progress) if packages else None
             backend: SessionBackend
             if remote is not None:
                 backend = self.connect_endpoints.create_session(remote, name, settings)
@@ -288,12 +277,32 @@ class SessionRegistry:
                 backend = self.context.create_session(name, settings, master, share)
             managed = self.register(name, backend, "created", isolated=True)
             managed.settings, managed.remote, managed.share = settings, remote, share
-            managed.env = env
+            try:
+                if env is not None:
+                    self._use_environment(managed, env)
+            except BaseException:
+                self.stop(name)  # nothing made: a session without its packages is not it
+                raise
             return managed
 
-    def _environment(self, packages: Requirements, progress: Callable[[str], None]) -> SessionEnv:
-        root = self.config.env_cache_dir or str(default_cache_dir())
-        return EnvironmentCache(Path(root)).get_or_build(packages, progress)
+    def _env_cache(self) -> EnvironmentCache:
+        root = Path(self.config.env_cache_dir or default_cache_dir())
+        in_use = [m.env.key for m in self._sessions.values() if m.env is not None]
+        return EnvironmentCache(root, self.config.env_cache_max_bytes, in_use)
+
+    def _use_environment(self, managed: ManagedSession, env: SessionEnv) -> SessionEnv:
+        # By path where the session's Python workers run here; else shipped to them as
+        # the session's archive (kept by restart and reconnect, like its settings).
+        here, worker_python = managed.backend.worker_python()
+        shipping = self.config.env_shipping
+        if shipping == "archive" or (shipping == "auto" and not here):
+            env = replace(env, shipped_as=f"python-env-{env.key[:12]}")
+            archive = self._env_cache().archive(env, worker_python)
+            self.add_archive(managed.name, archive, env.shipped_as)
+        managed.session.conf.set(PYTHON_CONF, env.worker_python)
+        managed.settings = {**managed.settings, PYTHON_CONF: env.worker_python}
+        managed.env = env
+        return env
 
     def pip(
         self, name: str, packages: Requirements, progress: Callable[[str], None] = log.info
@@ -304,14 +313,8 @@ class SessionRegistry:
         managed = self.get(name)
         if managed.origin == "adopted":
             raise PackagesError(f"'{name}' was adopted: its settings are its owner's.")
-        if managed.remote not in (None, "local"):
-            raise PackagesError(_REMOTE_PACKAGES)
         wanted = managed.env.wanted.plus(packages) if managed.env else packages
-        env = self._environment(wanted, progress)
-        managed.session.conf.set(PYTHON_CONF, env.python)
-        managed.settings = {**managed.settings, PYTHON_CONF: env.python}
-        managed.env = env
-        return env
+        return self._use_environment(managed, self._env_cache().get_or_build(wanted, progress))
 
     def adopt(self, name: str, session: object, what: str | None = None) -> ManagedSession:
         """Register an existing SparkSession as ``name``; it will never be stopped by

@@ -14,20 +14,27 @@ whose interpreter runs the session's Python UDFs, pandas UDFs and pandas functio
   times faster than pip, one static binary) builds it in a temporary folder beside the
   cache entry, renamed into place only once the install succeeded; a failure or an
   Interrupt removes it and says why in a few lines (uv's own last lines).
-- **By path.** The environment is used where it was built: the kernel's machine, which
-  is where local masters, ``local-cluster``, a standalone cluster on this host and the
-  local Spark Connect server run their Python workers.
+- **By path, or shipped.** Where the session's Python workers run on the kernel's
+  machine (local masters, ``local-cluster``, a standalone master on this host, the local
+  Spark Connect server), the environment is used where it was built. Elsewhere (YARN,
+  Kubernetes, a remote master or Connect server), its packages go to the executors as
+  the session's archive (``archive``): a ``bin/python`` that runs the executors' own
+  Python with the packages first on its path, found by the relative path Spark unpacks
+  it to in the session's folder, where its Python workers start.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -135,13 +142,29 @@ class SessionEnv:
     wanted: Requirements
     built: bool
     seconds: float
+    #: The folder a session's executors unpack it to, when it is shipped to them as the
+    #: session's archive ("": used by path).
+    shipped_as: str = ""
+
+    @property
+    def worker_python(self) -> str:
+        """The session's ``PYTHON_CONF``: the interpreter its Python workers run."""
+        return shipped_python(self.shipped_as) if self.shipped_as else self.python
 
 
 class EnvironmentCache:
-    """The environments of one user, in ``root`` (mode 0700)."""
+    """The environments of one user, in ``root`` (mode 0700). After a build, the least
+    recently used ones go until the cache holds at most ``max_bytes`` (0: no bound),
+    except those ``in_use`` (keys) and any used in the last ``RECENT_SECONDS`` (another
+    kernel's sessions may run them)."""
 
-    def __init__(self, root: Path) -> None:
+    #: An environment used this recently is never removed to make room.
+    RECENT_SECONDS = 3600
+
+    def __init__(self, root: Path, max_bytes: int = 0, in_use: Iterable[str] = ()) -> None:
         self.root = root
+        self.max_bytes = max_bytes
+        self.in_use = set(in_use)
 
     def get_or_build(self, wanted: Requirements, say: Callable[[str], None]) -> SessionEnv:
         """The environment for ``wanted``, built if the cache lacks it; ``say`` gets
@@ -151,6 +174,7 @@ class EnvironmentCache:
         target = self.root / key
         python = target / "bin" / "python"
         if python.exists():
+            os.utime(target)  # its last use, for the size bound
             return SessionEnv(str(python), key, wanted, False, time.monotonic() - started)
         self._make_root()
         building = self.root / f".building-{key}-{uuid.uuid4().hex[:8]}"
@@ -164,7 +188,58 @@ class EnvironmentCache:
                     raise
         finally:
             shutil.rmtree(building, ignore_errors=True)
+        self.prune(keep=key)
         return SessionEnv(str(python), key, wanted, True, time.monotonic() - started)
+
+    def prune(self, keep: str = "") -> list[str]:
+        """Remove least recently used environments (with their archives) while the cache
+        holds more than ``max_bytes``; returns the keys removed."""
+        if not self.max_bytes:
+            return []
+        entries: dict[str, list[Path]] = {}
+        for path in self.root.iterdir():
+            if not path.name.startswith("."):  # not a build under way
+                entries.setdefault(path.name[:20], []).append(path)
+        total = sum(_size(p) for paths in entries.values() for p in paths)
+        spared = self.in_use | {keep}
+        recent = time.time() - self.RECENT_SECONDS
+        removed = []
+        for key, paths in sorted(entries.items(), key=lambda e: _last_use(e[1])):
+            if total <= self.max_bytes:
+                break
+            if key in spared or _last_use(paths) > recent:
+                continue
+            total -= sum(_size(p) for p in paths)
+            for path in paths:
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            removed.append(key)
+        return removed
+
+    def archive(self, env: SessionEnv, worker_python: str) -> Path:
+        """``env``'s packages as a tar.gz for executors on other machines, whose
+        ``bin/python`` runs ``worker_python`` ("": the executors' ``$PYSPARK_PYTHON``,
+        else ``python3``) with them first on ``sys.path``. Packed once, like ``env``.
+        Compiled packages need the executors' Python version and platform to match."""
+        tag = hashlib.sha256(worker_python.encode()).hexdigest()[:8]
+        target = self.root / f"{env.key}-{tag}.tar.gz"
+        if target.exists():
+            return target
+        packing = self.root / f".packing-{env.key}-{uuid.uuid4().hex[:8]}"
+        try:
+            with tarfile.open(packing, "w:gz") as tar:
+                tar.add(
+                    _env_site_packages(Path(env.python).parent.parent),
+                    "site-packages",
+                    filter=_shipped,
+                )
+                _add_text(tar, "bin/python", _launcher(worker_python), 0o755)
+            packing.rename(target)
+        finally:
+            packing.unlink(missing_ok=True)
+        return target
 
     def _make_root(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -227,3 +302,45 @@ def _run(command: list[str], say: Callable[[str], None], wanted: Requirements) -
         raise PackagesError(
             f"Could not install {wanted.describe()}: " + " / ".join(s.strip() for s in last)
         )
+
+
+def shipped_python(folder: str) -> str:
+    """The interpreter setting of a session whose environment Spark unpacked into
+    ``folder`` (relative: Python workers start in the session's folder)."""
+    return f"{folder}/bin/python"
+
+
+def _launcher(worker_python: str) -> str:
+    python = shlex.quote(worker_python) if worker_python else '"${PYSPARK_PYTHON:-python3}"'
+    return (
+        "#!/bin/sh\n"
+        "# The session's packages first, then the executor's own Python and packages.\n"
+        'here="$(cd "$(dirname "$0")/.." && pwd)"\n'
+        f'PYTHONPATH="$here/site-packages${{PYTHONPATH:+:$PYTHONPATH}}" exec {python} "$@"\n'
+    )
+
+
+def _shipped(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    # Not the kernel's site-packages (.pth: a path of this machine) nor bytecode.
+    if member.name.endswith(".pth") or "__pycache__" in member.name.split("/"):
+        return None
+    member.uid = member.gid = 0
+    member.uname = member.gname = ""
+    return member
+
+
+def _add_text(tar: tarfile.TarFile, name: str, text: str, mode: int) -> None:
+    data = text.encode()
+    member = tarfile.TarInfo(name)
+    member.size, member.mode, member.mtime = len(data), mode, int(time.time())
+    tar.addfile(member, io.BytesIO(data))
+
+
+def _size(path: Path) -> int:
+    if not path.is_dir():
+        return path.lstat().st_size
+    return sum(p.lstat().st_size for p in path.rglob("*"))
+
+
+def _last_use(paths: list[Path]) -> float:
+    return max(p.lstat().st_mtime for p in paths)

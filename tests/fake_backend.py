@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,9 @@ class FakeBackend:
 
     def location(self) -> str:
         return self.where()
+
+    def worker_python(self) -> tuple[bool, str]:
+        return True, sys.executable
 
     def scheduling(self) -> str:
         return "FIFO"

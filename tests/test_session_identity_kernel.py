@@ -816,6 +816,47 @@ def test_sessions_with_packages_of_their_own_each_see_their_own_version(
             kernel.ok(f"%spark_session stop {name}")
 
 
+@pytest.mark.parametrize("env", ["standalone", "connect"], indirect=True)
+def test_packages_reach_executors_elsewhere_as_the_sessions_archive(
+    env: Env, kernel: Kernel, tmp_path: Path
+) -> None:
+    """Where executors run on other machines (``env_shipping = "archive"``: what YARN,
+    Kubernetes, a remote master or Connect server get), a session's packages go to them
+    as its archive: its UDFs see its version, run by the executors' own interpreter from
+    the folder Spark unpacked the archive to; the create line, ``info`` and its files
+    say so; the kernel imports nothing."""
+    wheel = make_wheel(tmp_path, "jssship", "4.0")
+    envs = tmp_path / "envs"
+    kernel.ok(f"_reg.config.env_cache_dir = {str(envs)!r}\n_reg.config.env_shipping = 'archive'")
+    remote = " --remote local" if env.backend == "connect" else ""
+    flavour = "pyspark.sql.connect" if env.backend == "connect" else "pyspark.sql"
+    try:
+        out = kernel.ok(f"%spark_session create ps{remote} --pip {wheel}").stdout
+        assert "Its executors get it as the session's archive 'python-env-" in out, out
+        folder = kernel.value("_reg.get('ps').env.shipped_as")
+        assert kernel.value("[f.name for f in _reg.files('ps')]") == [folder]
+        assert f"(Python: {folder}/bin/python)" in kernel.ok("%spark_session info ps").stdout
+        kernel.ok(
+            f"from {flavour}.functions import udf as _ship_udf\n"
+            "def _shipped_version(x):\n"
+            "    import os, sys, jssship\n"
+            f"    unpacked = os.path.isdir({folder!r})\n"
+            "    return [jssship.__version__, sys.executable, str(unpacked)]\n"
+            "_shipped = _ship_udf(_shipped_version, 'array<string>')"
+        )
+        version, executable, unpacked = kernel.value(
+            "_reg.session('ps').range(0, 2, 1, 2).select(_shipped('id')).collect()[0][0]"
+        )
+        assert version == "4.0"
+        assert str(envs) not in executable, "the executors' interpreter, not the kernel's env"
+        assert unpacked == "True", "run from the session's folder, where Spark unpacked it"
+        assert kernel.execute("import jssship").error_name == "ModuleNotFoundError"
+    finally:
+        kernel.ok("_reg.config.env_shipping = 'auto'")
+        if "ps" in kernel.value("_reg.names()"):
+            kernel.ok("%spark_session stop ps")
+
+
 # -- what only Spark Connect has -------------------------------------------------------
 
 

@@ -96,6 +96,12 @@ class SessionBackend(Protocol):
         sc://host:port")."""
         ...
 
+    def worker_python(self) -> tuple[bool, str]:
+        """(whether the session's Python workers run on this machine, the interpreter
+        they run unless the session names one: "" when this kernel cannot know). Its
+        own packages are used by path here, shipped as an archive elsewhere."""
+        ...
+
     def require_usable(self, name: str) -> None:
         """Raise a one-line ``SparkSessionsError`` (saying how to recover) when the
         session ``name`` can never run anything again (stopped behind our back)."""

@@ -33,6 +33,7 @@ from .driver import (
     require_running,
 )
 from .job_feed import ContextJobFeed
+from .local_master import workers_on_this_machine
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -296,6 +297,10 @@ class ClassicBackend:
 
     def location(self) -> str:
         return self.where()
+
+    def worker_python(self) -> tuple[bool, str]:
+        # Executors run the driver's choice (spark.pyspark.python, PYSPARK_PYTHON).
+        return workers_on_this_machine(self.where()), self.sc.pythonExec or "python3"
 
     def require_usable(self, name: str) -> None:
         require_running(self.sc, name)

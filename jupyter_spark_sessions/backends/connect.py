@@ -398,6 +398,11 @@ class ConnectBackend:
     def location(self) -> str:
         return f"Spark Connect {self.where()}"
 
+    def worker_python(self) -> tuple[bool, str]:
+        # Only the local server's workers are known to run here; a server chooses its
+        # workers' interpreter itself.
+        return self.endpoint.local, ""
+
     def require_usable(self, name: str) -> None:
         if is_stopped(self.session):
             raise ConnectError(

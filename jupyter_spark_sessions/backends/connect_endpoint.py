@@ -29,6 +29,8 @@ class Endpoint:
     #: The server's Spark UI, when the server is this kernel's (``--remote local``); a
     #: remote server's UI runs on its machine and Connect does not say where.
     ui_url: str = ""
+    #: The server is this kernel's (``--remote local``): its workers run on this machine.
+    local: bool = False
 
     @property
     def display(self) -> str:

@@ -122,7 +122,7 @@ class LocalConnectServer:
         # hold the kernel's shutdown for ipykernel's 30 s of re-signalling.
         reap_when_it_exits(self._process)
         endpoint = Endpoint(
-            f"sc://localhost:{port}/;token={self._token}", "localhost", port, ui_url
+            f"sc://localhost:{port}/;token={self._token}", "localhost", port, ui_url, local=True
         )
         deadline = time.monotonic() + self._start_timeout
         while reachable(endpoint, 0.5):

@@ -6,6 +6,7 @@ the kernel's private folder. Used by the kernel's context and the local Connect 
 from __future__ import annotations
 
 import os
+import socket
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,6 +16,27 @@ if TYPE_CHECKING:
 def is_local_master(master: str) -> bool:
     """True for a master whose executors all run on this machine (local, local-cluster)."""
     return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def workers_on_this_machine(master: str) -> bool:
+    """True for local masters and for a standalone master on this machine, whose
+    workers are taken to be here too (``SparkSessionsConfig.env_shipping`` says
+    otherwise when they are not)."""
+    if is_local_master(master):
+        return True
+    if not master.startswith("spark://"):
+        return False
+    hosts = [part.rsplit(":", 1)[0] for part in master[len("spark://") :].split(",")]
+    return all(_is_this_machine(host) for host in hosts)
+
+
+def _is_this_machine(host: str) -> bool:
+    try:
+        own = {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return all(a.startswith("127.") or a == "::1" or a in own for a in addresses)
 
 
 def local_master_defaults(master: str, scratch_dir: str | None = None) -> dict[str, str]:
