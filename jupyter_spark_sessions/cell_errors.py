@@ -11,6 +11,7 @@
 - An object made before its session or driver went away (``gone_objects``): whose it
   was and what to run again.
 - A column or UDF of the other PySpark flavour: what to do instead.
+- An import of a module only a session's own packages have (``package_hints``).
 
 Every other error keeps its traceback; ``%tb`` still shows the full one of these.
 """
@@ -28,6 +29,7 @@ from . import ipykernel_internals
 from .backends.spark_errors import cancellation_line, mixes_flavours
 from .errors import JobsCancelled, SessionLostError
 from .gone_objects import OLD_DRIVER, gone_object_line, looks_gone, sessions_used
+from .package_hints import package_hint
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -112,6 +114,8 @@ class CancelledCellErrors:
             shown = (SessionLostError, line) if line else self._lost(value, tb)
             if shown is None and self.registry and self.registry.context.replaced:
                 shown = (SessionLostError, OLD_DRIVER)
+        elif (hint := package_hint(value, self.registry)) is not None:
+            shown = (ModuleNotFoundError, hint)
         else:
             shown = self._lost(value, tb)
         if shown is None:

@@ -146,6 +146,12 @@ class SessionEnv:
     #: session's archive ("": used by path).
     shipped_as: str = ""
 
+    def provides(self, module: str) -> bool:
+        """Whether its own packages (not the kernel's) have ``module``'s top package."""
+        site = _env_site_packages(Path(self.python).parent.parent)
+        top = module.split(".")[0]
+        return (site / top).is_dir() or any(site.glob(f"{top}.py")) or any(site.glob(f"{top}.*.so"))
+
     @property
     def worker_python(self) -> str:
         """The session's ``PYTHON_CONF``: the interpreter its Python workers run."""
@@ -293,9 +299,14 @@ def _run(command: list[str], say: Callable[[str], None], wanted: Requirements) -
             if not failing:
                 say(line)
         code = process.wait()
-    except BaseException:  # an Interrupt: stop uv, the caller removes the folder
+    except BaseException as exc:  # an Interrupt: stop uv, the caller removes the folder
         process.kill()
         process.wait()
+        if isinstance(exc, KeyboardInterrupt):
+            raise PackagesError(
+                f"Interrupted: the Python environment for {wanted.describe()} was not "
+                "built; nothing was made or changed."
+            ) from None
         raise
     if code != 0:
         last = [line for line in lines if line.strip()][-_ERROR_LINES:]

@@ -787,7 +787,23 @@ def test_sessions_with_packages_of_their_own_each_see_their_own_version(
         )
         assert kernel.value("_join('pv1')") == ["1.0", "1.0"]
         assert kernel.value("_join('pv2')") == ["2.0", "2.0"]
-        assert kernel.execute("import jsstiny").error_name == "ModuleNotFoundError"
+        imported = kernel.execute("import jsstiny")
+        assert imported.error_name == "ModuleNotFoundError"
+        assert imported.error_value.startswith(
+            "No module named 'jsstiny' in the kernel's own Python: only the UDFs of "
+            "sessions 'pv1', 'pv2' have it"
+        ), imported.error_value
+        assert len(imported.traceback) == 1, imported.traceback
+        if env.backend == "classic":  # an RDD lambda runs in the context's Python
+            rdd = kernel.execute(
+                "%%spark_session pv1\n"
+                "spark.sparkContext.parallelize([1], 1)"
+                ".map(lambda x: __import__('jsstiny').__version__).collect()"
+            )
+            assert rdd.error_value.startswith(
+                "No module named 'jsstiny' in Spark's Python workers for this job: "
+            ), rdd.error_value
+            assert len(rdd.traceback) == 1, rdd.traceback
         built = sorted(p.name for p in envs.iterdir())
         assert len(built) == 2, built
 

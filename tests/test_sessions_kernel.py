@@ -5,7 +5,11 @@ One kernel, hence one SparkContext (local[2]), is shared by the whole module.
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import jvm_threads
@@ -209,6 +213,51 @@ def test_user_mistakes_are_one_line_and_change_nothing(
     assert expected in result.usage_error, result.stderr
     assert result.stderr.strip().count("\n") == 0, "one line, no traceback"
     assert registry_state(sessions) == before
+
+
+def test_an_interrupt_stops_a_package_build_at_once_and_leaves_nothing(
+    sessions: Kernel, tmp_path: Path
+) -> None:
+    """An Interrupt during `create --pip` (uv waiting on a package index that never
+    answers) ends the cell in one line at once: no session, no cache entry, no uv left."""
+    index = socket.create_server(("127.0.0.1", 0))
+    asked = threading.Event()
+    held: list[socket.socket] = []
+
+    def accept_and_never_answer() -> None:
+        connection, _ = index.accept()
+        held.append(connection)
+        asked.set()
+
+    threading.Thread(target=accept_and_never_answer, daemon=True).start()
+    url = f"http://127.0.0.1:{index.getsockname()[1]}/simple"
+    envs = tmp_path / "envs"
+    sessions.ok(
+        f"import os\n{REGISTRY}.config.env_cache_dir = {str(envs)!r}\n"
+        f"os.environ['UV_INDEX_URL'] = os.environ['UV_DEFAULT_INDEX'] = {url!r}"
+    )
+    before = registry_state(sessions)
+    try:
+        building = sessions.client.execute("%spark_session create pbuild --pip jss-slow-pkg==1.0")
+        assert asked.wait(60), "uv never asked the index"
+        assert sessions.manager is not None
+        sessions.manager.interrupt_kernel()
+        result = sessions.collect(building, timeout=30)
+        assert result.usage_error == (
+            "Interrupted: the Python environment for jss-slow-pkg==1.0 was not built; "
+            "nothing was made or changed."
+        ), (result.error_name, result.error_value, result.stderr)
+        assert registry_state(sessions) == before
+        assert not [p.name for p in envs.iterdir()], "no entry, no half-built folder"
+        uv_left = subprocess.run(["pgrep", "-f", "jss-slow-pkg"], capture_output=True)
+        assert uv_left.returncode == 1, uv_left.stdout
+    finally:
+        sessions.ok(
+            "os.environ.pop('UV_INDEX_URL', None)\nos.environ.pop('UV_DEFAULT_INDEX', None)"
+        )
+        for connection in held:
+            connection.close()
+        index.close()
 
 
 def test_a_sessions_share_of_the_slots_is_set_at_create_and_changed_for_new_jobs(
