@@ -390,6 +390,13 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
     (tmp_path / "lookup.csv").write_text("lookup of r\n")
     kernel.ok(f"%spark_session add_file r {tmp_path / 'lookup.csv'}")
     assert in_r(kernel, "spark.range(1).select(read_lookup('id')).first()[0]") == "lookup of r"
+    # Its own package: a server elsewhere gets it as the session's archive (auto).
+    wheel = make_wheel(tmp_path, "jsstiny", "7.0")
+    kernel.ok(f"{REGISTRY}.config.env_cache_dir = {str(tmp_path / 'envs')!r}")
+    added = kernel.ok(f"%spark_session pip r {wheel}").stdout
+    assert "Its executors get it as the session's archive 'python-env-" in added, added
+    kernel.ok("r_package = connect_udf(lambda x: __import__('jsstiny').__version__, StringType())")
+    assert in_r(kernel, "spark.range(1).select(r_package('id')).first()[0]") == "7.0"
     where = f"sc://localhost:{server.port}"
     # Bound before the kill: once the board's next poll finds the server gone, `use r`
     # is refused (in one line, the way out included).
@@ -439,7 +446,7 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
 
     reconnected = kernel.ok("%spark_session reconnect r").stdout
     assert reconnected == (
-        f"Session 'r' made again on Spark Connect {where} with its settings and its 1 file(s) "
+        f"Session 'r' made again on Spark Connect {where} with its settings and its 2 file(s) "
         "added again.\nDataFrames, UDFs and columns made before belong to the old session: run "
         "the cells that made them again.\n`spark` now refers to the new session.\n"
     )
@@ -451,5 +458,6 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
     ), stale.error_value
     assert kernel.value("spark.conf.get('spark.sql.shuffle.partitions')") == "5"
     assert in_r(kernel, "spark.range(1).select(read_lookup('id')).first()[0]") == "lookup of r"
+    assert in_r(kernel, "spark.range(1).select(r_package('id')).first()[0]") == "7.0"
     sessions = {s["name"]: s for s in board(kernel)["sessions"]}
     assert sessions["r"]["disconnected"] == "" and sessions["r2"]["disconnected"] == ""
