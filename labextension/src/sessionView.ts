@@ -1,6 +1,7 @@
 /**
  * A session in the sidebar: its name, origin, backend and master, its share of
- * the task slots, a link to its Spark UI, its files, its Cancel all button, then
+ * the task slots, its own Python packages, a link to its Spark UI, its files,
+ * its Cancel all button, then
  * its timeline
  * (timelineView.ts) and its job groups (groupView.ts).
  */
@@ -61,6 +62,15 @@ function renderSessionRow(
       "its share of the slots against other sessions' (its scheduler pool's " +
       'weight and min share: %spark_session share)';
     info.appendChild(slots);
+  }
+  const packages = packagesText(session);
+  if (packages) {
+    const own = el('span', 'jp-SparkSessions-packages', packages);
+    own.dataset.testid = 'jss-session-packages';
+    own.title =
+      "The Python packages its UDFs get over the kernel's (%spark_session " +
+      'create --pip, %spark_session pip; %spark_session info shows its Python)';
+    info.appendChild(own);
   }
   const jobsUrl = sparkJobsUrl(context.baseUrl, session.ui_url ?? '');
   if (jobsUrl !== null) {
@@ -149,4 +159,9 @@ export function shareText(session: Session, groups: Group[]): string {
     parts.push(session.share);
   }
   return parts.join(' \u00b7 ');
+}
+
+/** "packages: jsspkg==1.0, -r req.txt"; "" when it has none of its own. */
+export function packagesText(session: Session): string {
+  return session.packages ? `packages: ${session.packages}` : '';
 }
