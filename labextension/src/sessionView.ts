@@ -1,8 +1,7 @@
 /**
  * A session in the sidebar: its name, origin, backend and master, its share of
- * the task slots, its own Python packages, a link to its Spark UI, its files,
- * its Cancel all button, then
- * its timeline
+ * the task slots, a link to its Spark UI, its Cancel all button, its own Python
+ * packages, its files, then its timeline
  * (timelineView.ts) and its job groups (groupView.ts).
  */
 import { el } from './dom';
@@ -19,6 +18,10 @@ export function renderSession(
 ): HTMLElement {
   const block = el('div', 'jp-SparkSessions-sessionBlock');
   block.appendChild(renderSessionRow(session, context));
+  const packages = packagesText(session);
+  if (packages) {
+    block.appendChild(renderPackages(packages));
+  }
   if (session.files?.length) {
     block.appendChild(renderFiles(session.files));
   }
@@ -63,15 +66,6 @@ function renderSessionRow(
       'weight and min share: %spark_session share)';
     info.appendChild(slots);
   }
-  const packages = packagesText(session);
-  if (packages) {
-    const own = el('span', 'jp-SparkSessions-packages', packages);
-    own.dataset.testid = 'jss-session-packages';
-    own.title =
-      "The Python packages its UDFs get over the kernel's (%spark_session " +
-      'create --pip, %spark_session pip; %spark_session info shows its Python)';
-    info.appendChild(own);
-  }
   const jobsUrl = sparkJobsUrl(context.baseUrl, session.ui_url ?? '');
   if (jobsUrl !== null) {
     const link = sessionsLink(
@@ -103,6 +97,20 @@ function renderSessionRow(
   );
   row.appendChild(cancelAll);
   return row;
+}
+
+/**
+ * Its own packages on a line of their own under the session's line: a long
+ * list wraps there without making that line taller (its Cancel all, centred on
+ * it, would move over the share).
+ */
+function renderPackages(packages: string): HTMLElement {
+  const line = el('div', 'jp-SparkSessions-packages', packages);
+  line.dataset.testid = 'jss-session-packages';
+  line.title =
+    "The Python packages its UDFs get over the kernel's (%spark_session " +
+    'create --pip, %spark_session pip; %spark_session info shows its Python)';
+  return line;
 }
 
 function renderFiles(files: SessionFile[]): HTMLElement {
