@@ -51,12 +51,13 @@ def _info_row(info: SessionView) -> list[object]:
         info.session_id,
         info.running_jobs,
         info.share or "-",
+        info.packages or "-",
         info.directory,
     ]
 
 
 _LIST_HEADERS: tuple[str, ...] = ("name", "origin", "backend", "master", "session id")
-_LIST_HEADERS += ("running jobs", "share", "directory")
+_LIST_HEADERS += ("running jobs", "share", "packages", "directory")
 
 
 def _size(count: int) -> str:

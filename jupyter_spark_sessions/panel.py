@@ -301,6 +301,7 @@ class BoardPanel:
                 f"<b>{html.escape(name)}</b> ({session.origin}, {session.backend}, "
                 f"{html.escape(session.master)}): {active} active group(s)"
                 + (f"; {html.escape(share)}" if share else "")
+                + (f"; packages: {html.escape(session.packages)}" if session.packages else "")
                 + (
                     f" <b>disconnected</b>: {html.escape(session.disconnected)}"
                     if session.disconnected

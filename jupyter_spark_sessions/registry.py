@@ -230,6 +230,7 @@ class SessionRegistry:
             operations_page=backend.operations_page() if ui_url else "",
             share=share,
             slots=slots,
+            packages=managed.env.wanted.describe() if managed.env else "",
         )
 
     def list(self) -> builtins.list[SessionView]:

@@ -168,6 +168,9 @@ class SessionView:
     share: str = ""
     #: The task slots of the context it runs on (0: unknown, as on Spark Connect).
     slots: int = 0
+    #: Its Python packages of its own ("jsspkg==1.0, x-1.0-py3-none-any.whl, -r
+    #: req.txt": `create --pip`, `pip`); "" when its UDFs use the kernel's.
+    packages: str = ""
 
 
 def share_text(session: SessionView, groups: Iterable[GroupView]) -> str:

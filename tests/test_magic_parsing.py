@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from jupyter_spark_sessions.errors import ConfError
-from jupyter_spark_sessions.magics import SparkSessionMagics, format_table, parse_conf_pairs
+from jupyter_spark_sessions.magics import (
+    _LIST_HEADERS,
+    SparkSessionMagics,
+    _info_row,
+    format_table,
+    parse_conf_pairs,
+)
+from jupyter_spark_sessions.snapshot import SessionView
 
 SUBCOMMANDS = ("create", "adopt", "use", "list", "info", "stop")
 
@@ -33,6 +40,26 @@ def test_format_table_aligns_columns() -> None:
     assert lines[0] == "name       jobs"
     assert lines[1] == "---------  ----"
     assert lines[3] == "long-name  22"
+
+
+def test_list_shows_each_sessions_share_and_packages_before_its_directory() -> None:
+    plain = SessionView("plain", "created", "classic", "local[2]", "u-1", True, "/tmp/plain")
+    own = SessionView(
+        "own",
+        "created",
+        "classic",
+        "local[2]",
+        "u-2",
+        True,
+        "/tmp/own",
+        share="weight 3, min share 1",
+        packages="jsspkg==1.0, -r req.txt",
+    )
+    lines = format_table(_LIST_HEADERS, [_info_row(plain), _info_row(own)]).splitlines()
+    assert lines[0].split()[-3:] == ["share", "packages", "directory"]
+    start = lines[0].index("packages")
+    assert lines[2][start:].split()[:2] == ["-", "/tmp/plain"]  # none: "-"
+    assert lines[3][start:].startswith("jsspkg==1.0, -r req.txt  /tmp/own")
 
 
 def test_help_is_plain_line_magic_text_with_an_example_per_subcommand() -> None:

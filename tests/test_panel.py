@@ -199,6 +199,29 @@ def test_a_long_cells_earlier_jobs_are_counted_by_state() -> None:
     panel.close()
 
 
+def test_a_sessions_line_shows_its_share_and_own_packages_only_when_it_has_some() -> None:
+    board, panel = new_panel()
+    feed(board, "RUNNING")
+    label = panel._session_rows["a"].label
+    assert "packages" not in label.value and "weight" not in label.value, label.value
+    own = SessionView(
+        "a",
+        "created",
+        "classic",
+        "local[2]",
+        "u-1",
+        True,
+        "/tmp/a",
+        share="weight 3, min share 1",
+        packages="jsspkg==1.0, x<2, -r req.txt",
+    )
+    feed(board, "RUNNING", session=own)
+    assert label.value.endswith(
+        "; weight 3, min share 1; packages: jsspkg==1.0, x&lt;2, -r req.txt"
+    ), label.value
+    panel.close()
+
+
 def test_the_header_says_when_the_sessions_spark_is_gone() -> None:
     # Issue 28 (6): after the driver JVM died the views still read "connected".
     board, panel = new_panel()

@@ -138,6 +138,7 @@ def _session() -> SessionView:
         files=(FileView("lookup.csv", "file", 512), FileView("deps", "archive", 4096)),
         running_jobs=1,
         ui_url="http://127.0.0.1:4040",
+        packages="jsspkg==1.0, -r req.txt",
     )
 
 

@@ -13,6 +13,7 @@ from jupyter_spark_sessions import poller
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import SessionNameError
 from jupyter_spark_sessions.registry import SessionRegistry
+from jupyter_spark_sessions.session_envs import Requirements, SessionEnv
 from jupyter_spark_sessions.snapshot import parse_job
 
 
@@ -151,3 +152,13 @@ def test_shutdown_releases_created_sessions_quickly(registry: SessionRegistry) -
     assert created.called("cancel") == [("cancel", "session"), ("cancel", "tag", "jss:mine")]
     assert created.called("release") == [("release", True)]
     assert adopted.called("release") == [] and adopted.called("cancel") == []
+
+
+def test_describe_shows_a_sessions_own_packages(registry: SessionRegistry) -> None:
+    registry.register("plain", FakeBackend("plain"), "created", isolated=True)
+    registry.register("pkgs", FakeBackend("pkgs"), "created", isolated=True)
+    wanted = Requirements(("jsspkg==1.0", "/wheels/x-1.0-py3-none-any.whl"), ("/src/req.txt",))
+    registry.get("pkgs").env = SessionEnv("/envs/k/bin/python", "k", wanted, False, 0.0)
+    assert registry.describe("pkgs").packages == ("jsspkg==1.0, x-1.0-py3-none-any.whl, -r req.txt")
+    assert registry.describe("plain").packages == ""
+    assert {s.name: s.packages for s in registry.list()}["pkgs"].startswith("jsspkg==1.0")

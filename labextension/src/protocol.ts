@@ -254,6 +254,10 @@ export interface Session {
    * The task slots of the context it runs on (0: unknown, as on Spark Connect). Its running tasks are its groups' active tasks.
    */
   slots: number;
+  /**
+   * Its Python packages of its own, in one line ("jsspkg==1.0, x-1.0-py3-none-any.whl, -r req.txt": create --pip, pip); "" when its UDFs use the kernel's.
+   */
+  packages: string;
 }
 /**
  * One file added to a session.

@@ -1,7 +1,7 @@
 /**
  * A session in the sidebar: its name, origin, backend and master, its share of
- * the task slots, a link to its Spark UI, its files, its Cancel all button, then
- * its timeline
+ * the task slots, a link to its Spark UI, its Cancel all button, its own Python
+ * packages, its files, then its timeline
  * (timelineView.ts) and its job groups (groupView.ts).
  */
 import { el } from './dom';
@@ -18,6 +18,10 @@ export function renderSession(
 ): HTMLElement {
   const block = el('div', 'jp-SparkSessions-sessionBlock');
   block.appendChild(renderSessionRow(session, context));
+  const packages = packagesText(session);
+  if (packages) {
+    block.appendChild(renderPackages(packages));
+  }
   if (session.files?.length) {
     block.appendChild(renderFiles(session.files));
   }
@@ -95,6 +99,20 @@ function renderSessionRow(
   return row;
 }
 
+/**
+ * Its own packages on a line of their own under the session's line: a long
+ * list wraps there without making that line taller (its Cancel all, centred on
+ * it, would move over the share).
+ */
+function renderPackages(packages: string): HTMLElement {
+  const line = el('div', 'jp-SparkSessions-packages', packages);
+  line.dataset.testid = 'jss-session-packages';
+  line.title =
+    "The Python packages its UDFs get over the kernel's (%spark_session " +
+    'create --pip, %spark_session pip; %spark_session info shows its Python)';
+  return line;
+}
+
 function renderFiles(files: SessionFile[]): HTMLElement {
   const list = el('ul', 'jp-SparkSessions-files');
   for (const file of files) {
@@ -149,4 +167,9 @@ export function shareText(session: Session, groups: Group[]): string {
     parts.push(session.share);
   }
   return parts.join(' \u00b7 ');
+}
+
+/** "packages: jsspkg==1.0, -r req.txt"; "" when it has none of its own. */
+export function packagesText(session: Session): string {
+  return session.packages ? `packages: ${session.packages}` : '';
 }

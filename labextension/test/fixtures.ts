@@ -64,6 +64,7 @@ export function session(partial: Partial<Session> = {}): Session {
     operations_page: '',
     share: '',
     slots: 0,
+    packages: '',
     ...partial
   };
 }

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 
 import { jobLink, renderGroups } from '../src/groupView';
 import { SidebarModel } from '../src/model';
-import { renderSession, shareText } from '../src/sessionView';
+import { packagesText, renderSession, shareText } from '../src/sessionView';
 import { IViewContext } from '../src/viewContext';
 import { board, group, job, session, tasks } from './fixtures';
 
@@ -174,6 +174,19 @@ describe('the session view', () => {
       shareText(session({ share: 'weight 1, min share 0' }), [group()])
     ).toBe('2 tasks running \u00b7 weight 1, min share 0');
     expect(shareText(session(), [ended])).toBe('');
+  });
+
+  it('shows its own Python packages, and nothing when it has none', () => {
+    const own = session({ packages: 'jsspkg==1.0, -r req.txt' });
+    const { ctx } = context(true, board({ sessions: [own] }));
+    const [packages] = q(renderSession(own, ctx), 'jss-session-packages');
+    expect(packages.textContent).toBe('packages: jsspkg==1.0, -r req.txt');
+    expect(packages.classList).toContain('jp-SparkSessions-packages');
+    // The kernel's packages only: no element, no text.
+    const plain = renderSession(session(), context(true).ctx);
+    expect(q(plain, 'jss-session-packages')).toHaveLength(0);
+    expect(plain.textContent).not.toContain('packages');
+    expect(packagesText(session())).toBe('');
   });
 
   it('says so when the session has no jobs', () => {
