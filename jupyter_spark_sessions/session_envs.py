@@ -295,7 +295,7 @@ def _run(command: list[str], say: Callable[[str], None], wanted: Requirements) -
             if not line or line.startswith("Using Python"):  # the temporary folder's path
                 continue
             lines.append(line)
-            failing = failing or line.lstrip(" \u00d7").lower().startswith("error")
+            failing = failing or _is_error(line)
             if not failing:
                 say(line)
         code = process.wait()
@@ -309,10 +309,23 @@ def _run(command: list[str], say: Callable[[str], None], wanted: Requirements) -
             ) from None
         raise
     if code != 0:
-        last = [line for line in lines if line.strip()][-_ERROR_LINES:]
-        raise PackagesError(
-            f"Could not install {wanted.describe()}: " + " / ".join(s.strip() for s in last)
-        )
+        raise PackagesError(f"Could not install {wanted.describe()}: {_uv_error(lines)}")
+
+
+def _uv_error(lines: list[str]) -> str:
+    """uv's error in one line: its error lines, and of its chain of causes the first
+    (what failed) and the last (why)."""
+    first = next((i for i, line in enumerate(lines) if _is_error(line)), 0)
+    failing = [line.strip() for line in lines[first:] if line.strip()] or ["(no output)"]
+    causes = [line.removeprefix("cause:").strip() for line in failing if line.startswith("cause:")]
+    said = [line for line in failing if not line.startswith("cause:")][:_ERROR_LINES] or failing[:1]
+    said[0] = said[0].removeprefix("error:").strip()
+    said += causes[:1] + causes[-1:] if len(causes) > 1 else causes
+    return " / ".join(said)
+
+
+def _is_error(line: str) -> bool:
+    return line.lstrip(" \u00d7").lower().startswith("error")
 
 
 def shipped_python(folder: str) -> str:

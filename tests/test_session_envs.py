@@ -146,3 +146,29 @@ def test_workers_on_this_machine_are_those_of_local_masters_and_of_a_standalone_
     assert not workers_on_this_machine("yarn")
     assert not workers_on_this_machine("k8s://https://10.0.0.1:6443")
     assert not workers_on_this_machine("spark://127.0.0.1:7077,no-such-host.invalid:7077")
+
+
+def test_a_conflict_or_an_unreachable_index_is_one_line_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, two = make_wheel(tmp_path, "jsstiny", "1.0"), tmp_path / "v2"
+    two.mkdir()
+    cache = EnvironmentCache(tmp_path / "envs")
+    with pytest.raises(PackagesError) as conflict:
+        cache.get_or_build(Requirements((str(one), str(make_wheel(two, "jsstiny", "2.0")))), print)
+    assert str(conflict.value).startswith("Could not install jsstiny-1.0-py3-none-any.whl, ")
+    assert "\n" not in str(conflict.value)
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    url = f"http://127.0.0.1:{closed.getsockname()[1]}/simple"
+    monkeypatch.setenv("UV_INDEX_URL", url)
+    monkeypatch.setenv("UV_DEFAULT_INDEX", url)
+    with pytest.raises(PackagesError) as offline:
+        cache.get_or_build(Requirements(("jss-offline-pkg==1.0",)), print)
+    closed.close()
+    # uv's error, then the first and last of its causes: what failed and why.
+    assert str(offline.value).startswith("Could not install jss-offline-pkg==1.0: "), offline.value
+    assert f"Failed to fetch: {url}/jss-offline-pkg/" in str(offline.value), offline.value
+    assert str(offline.value).endswith("Connection refused (os error 111)"), offline.value
+    assert "\n" not in str(offline.value)
+    assert list((tmp_path / "envs").iterdir()) == []

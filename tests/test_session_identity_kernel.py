@@ -752,6 +752,41 @@ def test_kernel_interrupt_cancels_only_the_interrupted_cells_jobs(kernel: Kernel
     assert ended["b:9301"]["state"] == "succeeded"
 
 
+#: Session pv1's version of jsstiny, as each kind of Python code Spark runs sees it.
+KINDS_OF_UDF = """%%spark_session pv1
+import pandas as pd
+from pyspark.sql.functions import lit, pandas_udf, udtf
+
+def _version():
+    import jsstiny
+    return jsstiny.__version__
+
+@pandas_udf("string")
+def _pandas_version(s: pd.Series) -> pd.Series:
+    return s.map(lambda _: _version())
+
+def _map_version(frames):
+    for frame in frames:
+        yield pd.DataFrame({"v": [_version()] * len(frame)})
+
+def _apply_version(frame):
+    return pd.DataFrame({"v": [_version()]})
+
+@udtf(returnType="v: string")
+class _UdtfVersion:
+    def eval(self, x: int):
+        yield (_version(),)
+
+_one = spark.range(1)
+_kinds = {
+    "pandas_udf": _one.select(_pandas_version("id")).first()[0],
+    "mapInPandas": _one.mapInPandas(_map_version, "v string").first()[0],
+    "applyInPandas": _one.groupBy("id").applyInPandas(_apply_version, "v string").first()[0],
+    "udtf": _UdtfVersion(lit(1)).first()[0],
+}
+"""
+
+
 def test_sessions_with_packages_of_their_own_each_see_their_own_version(
     env: Env, kernel: Kernel, tmp_path: Path
 ) -> None:
@@ -787,6 +822,15 @@ def test_sessions_with_packages_of_their_own_each_see_their_own_version(
         )
         assert kernel.value("_join('pv1')") == ["1.0", "1.0"]
         assert kernel.value("_join('pv2')") == ["2.0", "2.0"]
+        # Every kind of Python code Spark runs for a session: pandas UDFs, pandas
+        # function APIs and UDTFs too (plain PySpark imports, in a cell bound to pv1).
+        kernel.ok(KINDS_OF_UDF)
+        assert kernel.value("_kinds") == {
+            "pandas_udf": "1.0",
+            "mapInPandas": "1.0",
+            "applyInPandas": "1.0",
+            "udtf": "1.0",
+        }
         imported = kernel.execute("import jsstiny")
         assert imported.error_name == "ModuleNotFoundError"
         assert imported.error_value.startswith(
