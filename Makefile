@@ -142,7 +142,9 @@ NEWEST_VENV ?= .venv-py313
 # The kernel-level suite: sessions, files, the board and cancel (the panel's click while
 # a cell is busy included), the demo notebooks, the private-API checks and fallbacks,
 # the REST relay, and the unit tests (seconds). Not the browser tests: JupyterLab's
-# frontend is not what varies with the Python packages.
+# frontend is not what varies with the Python packages. Nor local-cluster's runs of the
+# classic tests: separate executor processes do not vary with them either (local[2] runs
+# the same stories; make pytest runs local-cluster), and they were a third of its time.
 LOWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbacks.py \
 	tests/test_panel.py tests/test_job_board.py tests/test_job_tags.py \
 	tests/test_magic_parsing.py tests/test_registry_with_fake_backend.py \
@@ -196,7 +198,8 @@ SHOW_VERSIONS := pip list --format=freeze | grep -iE '^(pyspark|ipykernel|ipytho
 
 test-lowest: require-python-oldest $(LOWEST_VENV)/.installed
 	$(LOWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
-	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider -n 2 --dist loadfile $(JUNIT) $(LOWEST_TESTS)
+	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider -n 2 --dist loadfile $(JUNIT) \
+		-k "not local-cluster" $(LOWEST_TESTS)
 
 test-newest: require-python-newest $(NEWEST_VENV)/.installed
 	$(NEWEST_VENV)/bin/python -m $(SHOW_VERSIONS)

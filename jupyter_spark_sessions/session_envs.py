@@ -13,7 +13,7 @@ whose interpreter runs the session's Python UDFs, pandas UDFs and pandas functio
 - **Never half-built.** uv (from the package index: a resolver and installer many
   times faster than pip, one static binary) builds it in a temporary folder beside the
   cache entry, renamed into place only once the install succeeded; a failure or an
-  Interrupt removes it and says why in a few lines (uv's own last lines).
+  Interrupt removes it and says why in one line (uv's error and its first and last causes).
 - **By path, or shipped.** Where the session's Python workers run on the kernel's
   machine (local masters, ``local-cluster``, a standalone master on this host, the local
   Spark Connect server), the environment is used where it was built. Elsewhere (YARN,
