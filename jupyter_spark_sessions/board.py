@@ -84,9 +84,8 @@ class _Cell:
 
 @dataclass
 class _Group:
-    """What the board remembers about one group between polls (producer's state):
-    the jobs of one session started by one cell (``count``), or by no managed cell
-    (``count`` None: the session's background group)."""
+    """What the board remembers of one group between polls: the jobs of one session
+    started by one cell (``count``), or by none (None: its background group)."""
 
     session: str
     count: int | None
@@ -551,7 +550,8 @@ class JobBoard:
         return group
 
     def _view(self, group: _Group) -> GroupView:
-        jobs = tuple(self._jobs[i] for i in group.job_ids if i in self._jobs) + tuple(
+        # By id (Spark's submission order), whatever order polls found them in.
+        jobs = tuple(self._jobs[i] for i in sorted(group.job_ids) if i in self._jobs) + tuple(
             self._operations[o] for o in group.operation_ids
         )
         cell = self._cells.get(group.count) if group.count is not None else None

@@ -116,19 +116,16 @@ def _job_link(job: JobView, session: SessionView | None) -> str:
     )
 
 
-def _jobs_html(group: GroupView, session: SessionView | None) -> str:
-    lines = [f"<code>{html.escape(group.description)}</code>"] if group.description else []
-    for job in group.jobs[-SHOWN_JOBS:]:
+def _jobs_html(jobs: tuple[JobView, ...], session: SessionView | None) -> str:
+    lines = []
+    for job in jobs:
         tasks = job.tasks
         lines.append(
             f"{_job_link(job, session)} {job.state} · "
             f"{tasks.completed + tasks.skipped}/{tasks.total} tasks · "
             f"<code>{html.escape(job.name)}</code>"
         )
-    hidden = group.jobs[:-SHOWN_JOBS]
-    if hidden:
-        lines.insert(1 if group.description else 0, f"… {earlier_jobs_text(hidden)}")
-    return "<small>" + "<br>".join(lines) + "</small>"
+    return "<small>" + "<br>".join(lines) + "</small>" if lines else ""
 
 
 class _GroupRow:
@@ -141,13 +138,25 @@ class _GroupRow:
         self.cancel = _button(panel, "Cancel", f"Cancel job group {group_id}")
         self.cancel.on_click(lambda _: panel.cancel(groups=[group_id]))
         self.detail = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", margin="0 0 0 1em"))
+        self.description = widgets.HTML(layout=widgets.Layout(margin="0 0 0 1em"))
+        # A long cell's older jobs are counted; a click lists them (as in the sidebar).
+        self.earlier = widgets.ToggleButton(
+            tooltip="List or hide this group's earlier jobs",
+            layout=widgets.Layout(
+                display="none", width="auto", align_self="flex-start", margin="0 0 0 1em"
+            ),
+        )
+        self.earlier.observe(lambda _: self._show_jobs(), "value")
         self.jobs = widgets.HTML(layout=widgets.Layout(margin="0 0 0 1em"))
+        self._shown: tuple[GroupView, SessionView | None] | None = None
         self.box = widgets.VBox(
             [
                 widgets.HBox(
                     [self.label, self.bar, self.cancel, self.detail],
                     layout=widgets.Layout(align_items="center"),
                 ),
+                self.description,
+                self.earlier,
                 self.jobs,
             ],
             layout=widgets.Layout(margin="0 0 0.3em 1.5em"),  # nested under its session
@@ -169,8 +178,26 @@ class _GroupRow:
             parts.append(f"{group.tasks_still_running} task(s) still stopping")
         self.detail.value = " · ".join(parts)
         # The description on a line of its own: beside the counts it wrapped the row.
-        self.jobs.value = _jobs_html(group, session)
+        self.description.value = (
+            f"<small><code>{html.escape(group.description)}</code></small>"
+            if group.description
+            else ""
+        )
+        self._shown = (group, session)
+        self._show_jobs()
         _enable(self.cancel, group.state == "running")
+
+    def _show_jobs(self) -> None:
+        if self._shown is None:
+            return
+        group, session = self._shown
+        hidden = group.jobs[:-SHOWN_JOBS]
+        self.earlier.layout.display = "" if hidden else "none"
+        listed = self.earlier.value and bool(hidden)
+        self.earlier.description = (
+            f"{'▾' if listed else '▸'} {earlier_jobs_text(hidden)}" if hidden else ""
+        )
+        self.jobs.value = _jobs_html(group.jobs if listed else group.jobs[-SHOWN_JOBS:], session)
 
 
 class _SessionRow:

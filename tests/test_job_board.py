@@ -253,6 +253,14 @@ def test_finished_groups_are_kept_up_to_the_bound() -> None:
     assert [g.id for g in snap.groups] == ["a:3", "a:4", "a:9"]
 
 
+def test_a_group_lists_its_jobs_by_id_whatever_order_spark_reports_them_in() -> None:
+    board = make_board("a")
+    feed(board, job_data(13, "SUCCEEDED"), job_data(10, "SUCCEEDED"), job_data(11))
+    snap = feed(board, job_data(12), job_data(9, "SUCCEEDED"))
+    (group,) = snap.groups
+    assert [j.id for j in group.jobs] == [9, 10, 11, 12, 13]
+
+
 def test_cells_without_jobs_leave_no_group_and_running_cells_are_flagged() -> None:
     board = make_board("a")
     board.cell_started("a", 5, "df.count()")

@@ -188,14 +188,31 @@ def test_a_cancelled_groups_jobs_read_cancelled_and_a_previous_drivers_are_not_l
     panel.close()
 
 
-def test_a_long_cells_earlier_jobs_are_counted_by_state() -> None:
+def test_a_long_cells_earlier_jobs_are_counted_by_state_and_listed_on_a_click() -> None:
     board, panel = new_panel()
     for job_id in range(8):
         feed(board, "SUCCEEDED", job_id=job_id)
     feed(board, "RUNNING", job_id=8)
-    jobs = panel._group_rows["a:3"].jobs.value
-    assert "… 4 earlier jobs: 4 succeeded" in jobs, jobs
-    assert jobs.count("job ") == 5  # the five newest
+    row = panel._group_rows["a:3"]
+    assert row.earlier.layout.display == ""
+    assert row.earlier.description == "▸ 4 earlier jobs: 4 succeeded"
+    assert row.jobs.value.count("job ") == 5  # the five newest
+    row.earlier.value = True  # the click
+    assert row.earlier.description == "▾ 4 earlier jobs: 4 succeeded"
+    assert row.jobs.value.count("job ") == 9
+    feed(board, "SUCCEEDED", job_id=8)  # listed it stays, through the board's updates
+    assert row.jobs.value.count("job ") == 9 and "job 8</a> succeeded" not in row.jobs.value
+    assert "job 8 succeeded" in row.jobs.value, row.jobs.value
+    row.earlier.value = False
+    assert row.jobs.value.count("job ") == 5
+    panel.close()
+
+
+def test_a_short_cell_has_no_earlier_jobs_button() -> None:
+    board, panel = new_panel()
+    feed(board, "RUNNING", job_id=1)
+    row = panel._group_rows["a:3"]
+    assert row.earlier.layout.display == "none" and row.jobs.value.count("job ") == 1
     panel.close()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -17,14 +18,19 @@ from .notebook import (
     open_sidebar,
     rerun_after_run_all_stopped,
     run_all,
+    run_cell,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
+SEVEN_COUNTS_CELL = (
+    "%%spark_session a\nfor _ in range(7):\n    spark.range(1).count()\nprint('seven counts done')"
+)
+
 
 def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None:
     cells = [SETUP_CELL, "%spark_session panel", B_BACKGROUND_CELL, A_LONG_CELL]
-    lab.write_notebook("panel.ipynb", [*cells, B_RESULT_CELL])
+    lab.write_notebook("panel.ipynb", [*cells, B_RESULT_CELL, SEVEN_COUNTS_CELL])
     open_notebook(page, lab.url, lab.token, "panel.ipynb")
     # Run the first four cells; the fifth waits for b's thread after the cancel.
     run_all(page)
@@ -55,3 +61,19 @@ def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None
 
     rerun_after_run_all_stopped(page, 4)
     cell_output(page, 4).locator("text=b result: {'sum': 45}").wait_for(timeout=120_000)
+
+    # A long cell: its older jobs are counted, and a click on the count lists them.
+    run_cell(page, 5)
+    cell_output(page, 5).locator("text=seven counts done").wait_for(timeout=60_000)
+    more = page.locator(".widget-toggle-button", has_text=re.compile(r"^▸ \d+ earlier jobs"))
+    more.first.wait_for(timeout=30_000)
+    # The group's own box (held: the toggle's text changes with the click).
+    group_box = more.first.locator("xpath=..").element_handle()
+    assert len(re.findall(r"job \d+ succeeded", group_box.inner_text())) == 5
+    more.first.click()
+    page.locator(".widget-toggle-button", has_text=re.compile(r"^▾ \d+ earlier jobs")).wait_for(
+        timeout=10_000
+    )
+    assert len(re.findall(r"job \d+ succeeded", group_box.inner_text())) >= 7
+    group_box.scroll_into_view_if_needed()
+    save_screenshot(page, "panel-long-cell.png")
