@@ -48,16 +48,15 @@ def _info_row(info: SessionView) -> list[object]:
         info.origin,
         info.backend,
         info.master,
-        info.session_id,
         info.running_jobs,
         info.share or "-",
         info.packages or "-",
-        info.directory,
     ]
 
 
-_LIST_HEADERS: tuple[str, ...] = ("name", "origin", "backend", "master", "session id")
-_LIST_HEADERS += ("running jobs", "share", "packages", "directory")
+# The long ones (session id, directory) are `info`'s: with them the table wrapped in a
+# notebook's width.
+_LIST_HEADERS = ("name", "origin", "backend", "master", "running jobs", "share", "packages")
 
 
 def _size(count: int) -> str:

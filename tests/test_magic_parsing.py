@@ -56,10 +56,13 @@ def test_list_shows_each_sessions_share_and_packages_before_its_directory() -> N
         packages="jsspkg==1.0, -r req.txt",
     )
     lines = format_table(_LIST_HEADERS, [_info_row(plain), _info_row(own)]).splitlines()
-    assert lines[0].split()[-3:] == ["share", "packages", "directory"]
+    assert lines[0].split()[-2:] == ["share", "packages"]
     start = lines[0].index("packages")
-    assert lines[2][start:].split()[:2] == ["-", "/tmp/plain"]  # none: "-"
-    assert lines[3][start:].startswith("jsspkg==1.0, -r req.txt  /tmp/own")
+    assert lines[2][start:].strip() == "-"  # none: "-"
+    assert lines[3][start:].strip() == "jsspkg==1.0, -r req.txt"
+    # The session id and directory are `info`'s: the table fits a notebook's width.
+    assert "u-2" not in lines[3] and "/tmp/own" not in lines[3]
+    assert max(map(len, lines)) < 100, lines
 
 
 def test_help_is_plain_line_magic_text_with_an_example_per_subcommand() -> None:
