@@ -138,6 +138,9 @@ def _session() -> SessionView:
         files=(FileView("lookup.csv", "file", 512), FileView("deps", "archive", 4096)),
         running_jobs=1,
         ui_url="http://127.0.0.1:4040",
+        operations_page="connect/",
+        share="weight 3, min share 1",
+        slots=4,
         packages="jsspkg==1.0, -r req.txt",
     )
 
@@ -248,6 +251,14 @@ def test_the_board_schema_requires_exactly_the_snapshot_fields(definition: str, 
 
 def test_a_fully_populated_board_is_valid() -> None:
     assert errors(full_board(), "Board") == []
+
+
+def test_the_full_boards_session_sets_every_field_away_from_its_default() -> None:
+    """So that a field added to SessionView is checked against the schema with a value."""
+    session = _session()
+    for field in dataclasses.fields(session):
+        if field.default is not dataclasses.MISSING:
+            assert getattr(session, field.name) != field.default, field.name
 
 
 def _objects(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
