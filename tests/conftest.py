@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -214,21 +215,24 @@ def _jss_reset(settings):
         session = registry.session(name)
         if hasattr(session, 'interruptAll') and getattr(session, 'session_id', None):
             session.interruptAll()  # a Spark Connect session's operations
-    deadline = time.monotonic() + 120
+    # Bounded (the cell's timeout is 240 s): a job Spark never ends is reported after it.
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline and (
         any(not g.finished or g.tasks_still_running for g in registry.board.snapshot().groups)
         or (sc is not None and sc.statusTracker().getActiveJobsIds())
     ):
         registry.board.wake_now()
         time.sleep(0.1)
-    for release in [registry.stop(name) for name in registry.names()]:
-        release.wait(60)
+    releases = [registry.stop(name) for name in registry.names()]
+    deadline = time.monotonic() + 45
+    for release in releases:
+        release.wait(max(0.1, deadline - time.monotonic()))
     for name, value in settings.items():
         setattr(registry.config, name, value)
     # The board forgets finished groups beyond retained_groups: with none retained, the
     # next poll empties it.
     registry.config.retained_groups = 0
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline and registry.board.snapshot().groups:
         registry.board.wake_now()
         time.sleep(0.1)
@@ -263,43 +267,72 @@ def _jss_known_state():
 """
 
 
+#: The known state (see KNOWN_STATE).
+EXPECTED_STATE = {
+    "sessions": [],
+    "board groups": [],
+    "board error": "",
+    "running Spark jobs": [],
+    "user variables": [],
+}
+
+
 class SharedKernel:
     """A kernel shared by the test modules of one configuration, put back to a known
     state (``reset``) before each of them."""
 
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.kernel.ok(f"{STATE}\nimport pyspark")  # pyspark: the checks read its context
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+        self.kernel = self._start()
+
+    def _start(self) -> Kernel:
+        kernel = start_extension_kernel(self.tmp_path_factory, SPARK_TEST_CONF)
+        kernel.ok(f"{STATE}\nimport pyspark")  # pyspark: the checks read its context
         self.settings = kernel.value(
             "{n: getattr(c, n) for c in [__import__('jupyter_spark_sessions')"
             ".default_registry().config] for n in c.trait_names(config=True)}"
         )
+        return kernel
 
     def reset(self) -> Kernel:
         """Stop every session, cancel every job, empty the board, restore the settings
-        and remove the user's variables; fail unless that left the known state."""
-        k = self.kernel
-        k.ok(f"_jss_settings = {self.settings!r}\n{RESET}", timeout=180)
+        and remove the user's variables; fail unless that left the known state.
+
+        A Spark job that an earlier module's test left and that cancelAllJobs never
+        ends (seen rarely under load on PySpark 4.1: Spark's status store still lists it
+        as running) is not this module's failure: it is reported as a warning, with
+        Spark's state and the JVM's scheduler threads, and the module gets a new kernel."""
+        state = self._reset(self.kernel)
+        stuck = {"board groups", "running Spark jobs"}
+        if state != EXPECTED_STATE and all(
+            state[key] == value for key, value in EXPECTED_STATE.items() if key not in stuck
+        ):
+            warnings.warn(
+                "The shared kernel kept Spark jobs that no cancel ended; the module gets a new "
+                f"kernel. Its state: {state}. Its JVM's scheduler threads:\n"
+                f"{jvm_threads(self.kernel)}",
+                stacklevel=1,
+            )
+            self.kernel.shutdown()
+            self.kernel = self._start()
+            state = self._reset(self.kernel)
+        assert state == EXPECTED_STATE, f"the shared kernel is not back to its known state: {state}"
+        return self.kernel
+
+    def _reset(self, k: Kernel) -> dict[str, Any]:
+        k.ok(f"_jss_settings = {self.settings!r}\n{RESET}", timeout=240)
         k.ok(f"{STATE}")
-        state = k.value(KNOWN_STATE)
-        expected = {
-            "sessions": [],
-            "board groups": [],
-            "board error": "",
-            "running Spark jobs": [],
-            "user variables": [],
-        }
-        assert state == expected, f"the shared kernel is not back to its known state: {state}"
-        return k
+        state: dict[str, Any] = k.value(KNOWN_STATE)
+        return state
 
 
 @pytest.fixture(scope="session")
 def shared_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedKernel]:
     """The run's kernel of the plain test configuration (SPARK_TEST_CONF): one kernel and
     one JVM for every module that needs nothing else."""
-    k = start_extension_kernel(tmp_path_factory, SPARK_TEST_CONF)
-    yield SharedKernel(k)
-    k.shutdown()
+    shared = SharedKernel(tmp_path_factory)
+    yield shared
+    shared.kernel.shutdown()
 
 
 @pytest.fixture(scope="module")
