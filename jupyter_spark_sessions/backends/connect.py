@@ -409,6 +409,10 @@ class ConnectBackend:
                 f"Session '{name}' was stopped outside jupyter_spark_sessions "
                 f"(spark.stop()?). Run `%spark_session stop {name}`, then create it again."
             )
+        if self._unreachable():
+            # The board's last check, up to recheck_seconds old, said down: a cell is
+            # refused only on a check of its own (the server may have just come back).
+            self._unreachable(fresh=True)
         problem = self.problem()
         if problem:
             raise ConnectError(f"Session '{name}' is unusable: {problem}.")
