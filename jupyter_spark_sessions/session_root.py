@@ -172,6 +172,11 @@ class KernelRoot:
         in the kernel's folder under a name no session folder can have; Spark makes it."""
         return self.path() / f".{owner}-scratch"
 
+    def java_tmp_dir(self, owner: str = "spark") -> Path:
+        """The temp folder (``java.io.tmpdir``) of a JVM this project starts, in the
+        kernel's folder under a name no session folder can have (``java_tmpdir``)."""
+        return self.path() / f".{owner}-java-tmp"
+
     def remove(self) -> None:
         """Remove the folder and everything in it (kernel shutdown)."""
         with self._lock:

@@ -154,3 +154,46 @@ def test_the_driver_logs_through_the_quiet_config_unless_the_user_has_one(
     monkeypatch.delenv("SPARK_CONF_DIR")
     java_opts = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=file:/x"}
     assert context_start.quiet_logging_env(java_opts) == {}
+
+
+@pytest.mark.parametrize("master", ["local[2]", "spark://host:7077"])
+def test_the_drivers_temp_folder_is_private_on_every_master(
+    builder: RecordingBuilder, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, master: str
+) -> None:
+    # Spark's artifact folder (its copies of the sessions' files) is made in the
+    # driver's java.io.tmpdir: a folder in the kernel's, made 0700, quoted (a space).
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
+    folder = tmp_path / "kernel folder" / ".spark-java-tmp"
+    folder.parent.mkdir()
+    context_start.start_context(master, "app", {}, java_tmp_dir=str(folder))
+    opts = builder.environ_at_start["SPARK_SUBMIT_OPTS"]
+    assert opts.endswith(f' "-Djava.io.tmpdir={folder}"'), opts
+    assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o700
+    assert "SPARK_SUBMIT_OPTS" not in os.environ  # only for the launch
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("SPARK_SUBMIT_OPTS", "-Djava.io.tmpdir=/mine"),
+        ("JAVA_TOOL_OPTIONS", "-Djava.io.tmpdir=/mine"),
+        ("spark.driver.extraJavaOptions", "-Djava.io.tmpdir=/mine"),
+    ],
+)
+def test_the_users_own_java_temp_folder_wins(
+    builder: RecordingBuilder,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+    where: str,
+    value: str,
+) -> None:
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
+    conf = {where: value} if where.startswith("spark.") else {}
+    if not conf:
+        monkeypatch.setenv(where, value)
+    folder = tmp_path / ".spark-java-tmp"
+    context_start.start_context("local[2]", "app", conf, java_tmp_dir=str(folder))
+    assert "-Djava.io.tmpdir=" + str(folder) not in builder.environ_at_start.get(
+        "SPARK_SUBMIT_OPTS", ""
+    )
+    assert not folder.exists()

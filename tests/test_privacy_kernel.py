@@ -213,10 +213,14 @@ def test_the_other_user_cannot_list_or_read_the_session_root_or_any_session_file
         read = as_other("cat", str(path))
         assert read.returncode != 0 and "Permission denied" in read.stderr, read
         assert SECRET not in read.stdout
-    # Nowhere in the temp directory (the session's tree, Spark's artifact folders and
-    # scratch files) can the other user read SECRET; a readable copy would be found.
-    # Only files made since the module started are read (their ctime cannot be carried
-    # over by a copy): a long-lived machine's /tmp can hold gigabytes of older files.
+    assert_no_copy_the_other_user_can_read(started)
+
+
+def assert_no_copy_the_other_user_can_read(started: Path) -> None:
+    """Nowhere in the temp directory (the session's tree, Spark's artifact folders and
+    scratch files) can the other user read SECRET; a readable copy would be found.
+    Only files made since the module started are read (their ctime cannot be carried
+    over by a copy): a long-lived machine's /tmp can hold gigabytes of older files."""
     control = Path(tempfile.gettempdir()) / f"jss-readable-{uuid.uuid4().hex}"
     control.write_text(SECRET)
     control.chmod(0o644)
@@ -233,6 +237,40 @@ def test_the_other_user_cannot_list_or_read_the_session_root_or_any_session_file
     finally:
         control.unlink()
     assert found.stdout.split() == [str(control)]
+
+
+def test_sparks_own_copies_of_a_classic_and_a_connect_sessions_files_stay_in_the_kernels_folder(
+    private: Kernel, other_user: str, inputs: dict[str, Path], started: Path
+) -> None:
+    # Spark copies every added file into its artifact folder, made in its JVM's temp
+    # folder: for a Connect session as a 0644 file. Both JVMs this kernel started (its
+    # driver, its local Connect server) have theirs in the kernel's private folder,
+    # which goes with the kernel (also a killed one's: the last test).
+    root = session_dir(private, "a").parent
+    java_tmp = private.value(
+        "__import__('pyspark').SparkContext._jvm.System.getProperty('java.io.tmpdir')"
+    )
+    assert java_tmp == str(root / ".spark-java-tmp")
+    private.ok("%spark_session create c --remote local")
+    private.ok(f"%spark_session add_file c {inputs['file']}")
+    private.ok(
+        "%%spark_session c\n"
+        "from pyspark.sql.functions import udf\n"
+        "_seen_c = spark.range(1).select(udf(lambda _: open('secret.csv').read())('id'))"
+        ".first()[0]"
+    )
+    assert private.value("_seen_c") == SECRET + "\n"
+    copies = {
+        owner: sorted(root.glob(f".{owner}-java-tmp/artifacts-*/*/files/secret.csv"))
+        for owner in ("spark", "connect")
+    }
+    assert all(copies.values()), copies
+    for folder in (root / ".spark-java-tmp", root / ".connect-java-tmp"):
+        assert mode_of(folder) == 0o700
+        listed = as_other("ls", str(folder))
+        assert listed.returncode != 0 and "Permission denied" in listed.stderr, listed
+    assert_no_copy_the_other_user_can_read(started)
+    private.ok("%spark_session stop c")
 
 
 @pytest.fixture

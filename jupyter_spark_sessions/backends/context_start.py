@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import api_flavour, driver, driver_jar, jvm_stderr
+from . import api_flavour, driver, driver_jar, java_tmpdir, jvm_stderr
 from .driver import drop_py4j_tracebacks_of_a_dead_jvm
 from .local_master import is_local_master, local_master_defaults, local_master_env
 
@@ -49,11 +49,16 @@ def context_settings(sc: SparkContext) -> dict[str, str]:
 
 
 def start_context(
-    master: str, app_name: str, conf: Mapping[str, str], scratch_dir: str | None = None
+    master: str,
+    app_name: str,
+    conf: Mapping[str, str],
+    scratch_dir: str | None = None,
+    java_tmp_dir: str | None = None,
 ) -> SparkSession:
     """Start the kernel's SparkContext and return its root session. On a local master,
     its driver and UI listen on loopback and its scratch files go to ``scratch_dir``
-    (see ``local_master_defaults``); its JVM logs only what a notebook user needs
+    (see ``local_master_defaults``); on any master its JVM's temp folder is
+    ``java_tmp_dir`` (``java_tmpdir``) and it logs only what a notebook user needs
     (``quiet_logging_env``); ``conf`` wins over every default."""
     from pyspark.sql import SparkSession
 
@@ -72,6 +77,10 @@ def start_context(
     if scratch_dir and is_local_master(master) and not users:
         env["SPARK_LOCAL_DIRS"] = scratch_dir  # not spark.local.dir: Spark warns at each start
     env.update(quiet_logging_env(conf))
+    tmp_option = java_tmpdir.tmpdir_option(Path(java_tmp_dir), conf) if java_tmp_dir else ""
+    if tmp_option:
+        submit_opts = env.get("SPARK_SUBMIT_OPTS", os.environ.get("SPARK_SUBMIT_OPTS", ""))
+        env["SPARK_SUBMIT_OPTS"] = java_tmpdir.with_option(submit_opts, tmp_option)
     drop_py4j_tracebacks_of_a_dead_jvm()
     with _environ(env), api_flavour.classic():
         if driver.current_gateway() is None and jvm_stderr.can_filter():

@@ -22,7 +22,7 @@ from ..errors import ConnectError
 from ..java_runtime import require_java
 from ..kernel_lifecycle import reap_when_it_exits
 from ..session_root import open_private
-from . import connect, scheduler_pools
+from . import connect, java_tmpdir, scheduler_pools
 from .connect_endpoint import LOCAL, Endpoint, parse_remote, reachable
 from .local_master import local_master_defaults, local_master_env
 
@@ -64,6 +64,7 @@ class LocalConnectServer:
         self.master = master
         self._port = port  # None: a free one at each start
         scratch = str(log_dir / ".connect-scratch")
+        self._java_tmp_dir = log_dir / ".connect-java-tmp"
         self._conf = {**LOCAL_SERVER_DEFAULTS, **local_master_defaults(master, scratch), **conf}
         self._log_path = log_dir / "connect-server.log"
         self._start_timeout = start_timeout
@@ -98,8 +99,11 @@ class LocalConnectServer:
         command += ["--master", self.master, "--name", "jupyter_spark_sessions Connect"]
         for key, value in conf.items():
             command += ["--conf", f"{key}={value}"]
+        submit_opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+        tmp_option = java_tmpdir.tmpdir_option(self._java_tmp_dir, conf)
         env = {
             **os.environ,
+            "SPARK_SUBMIT_OPTS": java_tmpdir.with_option(submit_opts, tmp_option),
             "SPARK_HOME": spark_home,
             "SPARK_CONNECT_AUTHENTICATE_TOKEN": self._token,
             **local_master_env(self.master),  # its UI on loopback too

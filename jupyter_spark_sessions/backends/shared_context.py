@@ -165,6 +165,7 @@ class SharedContext:
             self.config.app_name,
             conf,
             scratch_dir=str(self.config.kernel_root().scratch_dir()),
+            java_tmp_dir=str(self.config.kernel_root().java_tmp_dir()),
         )
         if self._recipe is not None:  # the board's job ids are the old context's
             self.replaced += 1
