@@ -9,7 +9,7 @@ SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src
 	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py) \
 	$(wildcard jupyter_spark_sessions/*.json jupyter_spark_sessions/*.properties jupyter_spark_sessions/jars/*.jar)
 
-.PHONY: setup setup-all browser demo test static check lint typecheck pytest pytest-light tstest test-lowest \
+.PHONY: setup setup-all java-runtime browser demo test static check lint typecheck pytest pytest-light tstest test-lowest \
 	test-newest screenshots bench jar clean
 
 setup: $(STAMP)
@@ -36,8 +36,7 @@ define install-wheel
 	$(1)/bin/python -m pip install --quiet --no-deps --force-reinstall "$(WHEEL)"
 endef
 
-$(STAMP): $(WHEEL)
-	bash scripts/ensure-java.sh
+$(STAMP): $(WHEEL) | java-runtime
 	$(call install-wheel,$(VENV))
 	$(BIN)/python -m pip install --quiet "$(WHEEL)[test-gateway]"
 	touch $@
@@ -75,8 +74,13 @@ tstest: setup
 	$(JLPM) install --immutable
 	$(JLPM) test
 
-# The browser tests drive Debian's Chromium through Playwright (no browser download).
-browser:
+# Java for Spark; the browser tests drive Debian's Chromium through Playwright (no browser
+# download). Each installs Debian's package when missing: one after the other, since
+# apt-get holds a lock (make test sets up with several jobs).
+java-runtime:
+	bash scripts/ensure-java.sh
+
+browser: | java-runtime
 	bash scripts/ensure-chromium.sh
 
 # Each pytest run writes its JUnit XML (and the processes it started, tests/conftest.py)
@@ -100,7 +104,7 @@ TEST_TARGETS := timed-pytest timed-test-lowest timed-test-newest timed-static
 
 test:
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory timed-setup-all
+	@$(MAKE) --no-print-directory -j3 --output-sync=target timed-setup-all
 	@started=$$(date +%s); \
 	$(MAKE) --no-print-directory --keep-going -j4 --output-sync=target $(TEST_TARGETS); \
 	status=$$?; \
@@ -156,7 +160,8 @@ LOWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbac
 	tests/test_descriptions.py tests/test_descriptions_kernel.py
 # The smoke subset: the private-API checks (which ipykernel routing is in force), the
 # panel, isolated sessions and their same-named files, a busy cell cancelled from the
-# control channel and from the panel, the demo that watches and cancels.
+# control channel and from the panel, the demo that watches and cancels. On local[2]
+# only, as test-lowest: local-cluster's executors run the same interpreter.
 NEWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbacks.py \
 	tests/test_panel.py tests/test_private_apis.py tests/test_connect_private_apis.py \
 	"tests/test_sessions_kernel.py::test_sessions_are_isolated_conf_and_temp_views" \
@@ -180,14 +185,12 @@ require-python-oldest:
 require-python-newest:
 	$(call require-python,$(PYTHON_NEWEST),3.13,PYTHON_NEWEST)
 
-$(LOWEST_VENV)/.installed: $(WHEEL) ci/lowest-direct.txt | require-python-oldest
-	bash scripts/ensure-java.sh
+$(LOWEST_VENV)/.installed: $(WHEEL) ci/lowest-direct.txt | require-python-oldest java-runtime
 	"$(PYTHON_OLDEST)" -m venv $(LOWEST_VENV)
 	$(call install-wheel,$(LOWEST_VENV),--constraint ci/lowest-direct.txt)
 	touch $@
 
-$(NEWEST_VENV)/.installed: $(WHEEL) | require-python-newest
-	bash scripts/ensure-java.sh
+$(NEWEST_VENV)/.installed: $(WHEEL) | require-python-newest java-runtime
 	"$(PYTHON_NEWEST)" -m venv $(NEWEST_VENV)
 	$(call install-wheel,$(NEWEST_VENV),--upgrade --upgrade-strategy eager)
 	touch $@
@@ -203,7 +206,8 @@ test-lowest: require-python-oldest $(LOWEST_VENV)/.installed
 
 test-newest: require-python-newest $(NEWEST_VENV)/.installed
 	$(NEWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
-	$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(JUNIT) $(NEWEST_TESTS)
+	$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(JUNIT) -k "not local-cluster" \
+		$(NEWEST_TESTS)
 
 # The class-data archive a test venv's JVMs start from (tests/jvm_options.py: about a
 # minute, once; a test run makes it itself when it is missing).

@@ -72,7 +72,7 @@ def ensure_archive() -> Path | None:
     if path.exists():
         return path
     ARCHIVE_DIR.mkdir(parents=True, exist_ok=True)
-    with open(ARCHIVE_DIR / ".lock", "w") as lock:
+    with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # parallel runs on one venv make it once
         if path.exists():
             return path

@@ -50,9 +50,15 @@ def import_value(module):
         return "ERR " + type(exc).__name__
 
 def probe(session_name, udf_, arg):
+    return probe_all(session_name, [(udf_, arg)])[0]
+
+def probe_all(session_name, probes):
+    # One job for every (udf, argument): each a column of one row.
     session = __import__('jupyter_spark_sessions').default_registry().session(session_name)
-    df = session.createDataFrame([(arg,)], "arg string")
-    return df.select(udf_("arg")).collect()[0][0]
+    names = [f"arg{i}" for i in range(len(probes))]
+    schema = ", ".join(f"{n} string" for n in names)
+    df = session.createDataFrame([tuple(arg for _, arg in probes)], schema)
+    return list(df.select(*[udf_(n) for (udf_, _), n in zip(probes, names)]).collect()[0])
 """
 
 
@@ -114,21 +120,29 @@ def test_same_names_in_two_sessions_each_read_their_own(
             f"%spark_session add_pyfile {session} {folder}/helpers.zip\n"
         ).stdout
         assert out.count("Added ") == 5, out
+    every_kind = (
+        "[(read_file, 'lookup.csv'), (read_file_pd, 'lookup.csv'), "
+        "(read_file, 'données été.txt'), (read_file, 'refdata/nested/colors.txt'), "
+        "(import_value, 'shared_mod'), (import_value, 'zhelpers')]"
+    )
     for session in ("a", "b"):
-        assert probe(kernel, session, "read_file", "lookup.csv") == f"lookup of {session}"
-        assert probe(kernel, session, "read_file_pd", "lookup.csv") == f"lookup of {session}"
-        assert probe(kernel, session, "read_file", "données été.txt") == f"accents of {session}"
-        assert (
-            probe(kernel, session, "read_file", "refdata/nested/colors.txt")
-            == f"colors of {session}"
-        )
-        assert probe(kernel, session, "import_value", "shared_mod") == f"py of {session}"
-        assert probe(kernel, session, "import_value", "zhelpers") == f"zip of {session}"
+        assert kernel.value(f"probe_all({session!r}, {every_kind})") == [
+            f"lookup of {session}",
+            f"lookup of {session}",
+            f"accents of {session}",
+            f"colors of {session}",
+            f"py of {session}",
+            f"zip of {session}",
+        ]
     # A session that added nothing sees none of it.
-    assert probe(kernel, "c", "read_file", "lookup.csv") == "ERR FileNotFoundError"
-    assert probe(kernel, "c", "read_file", "refdata/nested/colors.txt").startswith("ERR")
-    assert probe(kernel, "c", "import_value", "shared_mod") == "ERR ModuleNotFoundError"
-    assert probe(kernel, "c", "import_value", "zhelpers") == "ERR ModuleNotFoundError"
+    assert kernel.value(f"probe_all('c', {every_kind})") == [
+        "ERR FileNotFoundError",
+        "ERR FileNotFoundError",
+        "ERR FileNotFoundError",
+        "ERR FileNotFoundError",
+        "ERR ModuleNotFoundError",
+        "ERR ModuleNotFoundError",
+    ]
 
 
 RDD_READ = (
