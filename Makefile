@@ -159,12 +159,17 @@ LOWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbac
 	tests/test_job_board_kernel.py tests/test_server_relay.py tests/test_demos.py \
 	tests/test_recovery_kernel.py tests/test_cell_progress.py tests/test_cell_progress_kernel.py \
 	tests/test_descriptions.py tests/test_descriptions_kernel.py
-# The smoke subset: the private-API checks (which ipykernel routing is in force), the
+# The smoke subset: which ipykernel routing is in force, the private-API fallbacks, the
 # panel, isolated sessions and their same-named files, a busy cell cancelled from the
 # control channel and from the panel, the demo that watches and cancels. On local[2]
-# only, as test-lowest: local-cluster's executors run the same interpreter.
+# only, as test-lowest: local-cluster's executors run the same interpreter. Of
+# test_private_apis only what runs this Python (the Python workers' daemon): the rest
+# guards PySpark's and ipykernel's private APIs, and this venv installs the same newest
+# releases as make pytest's, which runs it whole.
 NEWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbacks.py \
-	tests/test_panel.py tests/test_private_apis.py tests/test_connect_private_apis.py \
+	tests/test_panel.py tests/test_connect_private_apis.py \
+	"tests/test_private_apis.py::test_pyspark_daemon_can_be_replaced_and_our_daemon_leaves_the_kernels_group" \
+	"tests/test_private_apis.py::test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group" \
 	"tests/test_sessions_kernel.py::test_sessions_are_isolated_conf_and_temp_views" \
 	"tests/test_sessions_kernel.py::test_use_binds_spark_and_tags_the_cells_jobs" \
 	"tests/test_artifacts_kernel.py::test_same_names_in_two_sessions_each_read_their_own" \
