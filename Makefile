@@ -91,7 +91,7 @@ JUNIT = --junitxml=$(RESULTS)/$@.xml
 # Modules run side by side in PYTEST_WORKERS processes (pytest-xdist), each module whole
 # in one of them (its fixtures shared as written); the slowest start first (conftest).
 PYTEST_WORKERS ?= 3
-PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile
 
 pytest: setup browser
 	$(BIN)/python -m pytest $(PARALLEL) $(JUNIT)
@@ -207,7 +207,7 @@ SHOW_VERSIONS := pip list --format=freeze | grep -iE '^(pyspark|ipykernel|ipytho
 
 test-lowest: require-python-oldest $(LOWEST_VENV)/.installed
 	$(LOWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
-	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder $(JUNIT) \
+	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider -n 2 --dist loadfile $(JUNIT) \
 		-k "not local-cluster and not test_isolated_sessions_demo" $(LOWEST_TESTS)
 
 test-newest: require-python-newest $(NEWEST_VENV)/.installed

@@ -71,30 +71,19 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _census.start()
 
 
-#: The modules that take longest (from the last full runs' tables in CONTRIBUTING.md, of
-#: make pytest and make test-lowest), longest first. pytest-xdist hands out whole modules
-#: (--dist loadfile) in collection order (--no-loadscope-reorder: by default it orders
-#: them by their number of tests, which put the one-test browser modules last), so
-#: these start first and the short ones fill in around them.
+#: The modules that take longest (a minute or more each, from the last full run's table in
+#: CONTRIBUTING.md), longest first. pytest-xdist hands out whole modules (--dist loadfile)
+#: in collection order, so these start first and the short ones fill in around them.
 SLOWEST_MODULES = (
     "test_session_identity_kernel.py",
+    "test_notebook7_browser.py",
     "test_connect_kernel.py",
     "test_recovery_kernel.py",
-    "test_artifacts_kernel.py",
-    "test_demos.py",
-    "test_private_apis.py",
-    "test_notebook7_browser.py",
     "test_sidebar_browser.py",
-    "test_cell_progress_kernel.py",
-    "test_privacy_kernel.py",
-    "test_server_relay.py",
-    "test_gateway_relay.py",
+    "test_artifacts_kernel.py",
     "test_cell_progress_browser.py",
-    "test_job_board_kernel.py",
-    "test_gateway_browser.py",
-    "test_sessions_kernel.py",
-    "test_package.py",
-    "test_panel_browser.py",
+    "test_demos.py",
+    "test_privacy_kernel.py",
 )
 
 
