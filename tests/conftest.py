@@ -73,7 +73,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 #: The modules that take longest (a minute or more each, from the last full run's table in
 #: CONTRIBUTING.md), longest first. pytest-xdist hands out whole modules (--dist loadfile)
-#: in collection order, so these start first and the short ones fill in around them.
+#: ordered by their number of tests (its default since 3.5), this order breaking ties.
+#: Handing them out in this order instead (--no-loadscope-reorder) was measured slower:
+#: the heavy modules all started at once (pytest 1009 s against 995 s, static 411 s
+#: against 253 s, in fresh-clone runs of make test).
 SLOWEST_MODULES = (
     "test_session_identity_kernel.py",
     "test_notebook7_browser.py",
