@@ -4,8 +4,7 @@ One producer thread (``poller.BoardPoller``) feeds it Spark's job data and publi
 immutable snapshots (``snapshot.BoardSnapshot``); views only read snapshots. Requests
 (cancel) only record intent here and wake the producer's cancel thread, which makes the
 Spark calls (``SessionBackend.cancel``): a request never waits for the JVM, and a
-group's final state is always the one Spark reported, never one written by the cancel
-itself.
+group's final state is always the one Spark reported, never the cancel's.
 
 The board knows sessions only through ``SessionSource`` (the registry implements it).
 """
@@ -456,9 +455,10 @@ class JobBoard:
         )
 
     def settling_job_ids(self) -> list[int]:
-        """Ended jobs whose tasks are still winding down: re-read them each poll."""
+        """Jobs shown running or whose tasks still wind down: re-read each poll (a poll
+        lost after Spark was read must not leave a job shown running for ever)."""
         with self._lock:
-            return [j.id for j in self._jobs.values() if not j.running and j.tasks.active]
+            return [j.id for j in self._jobs.values() if j.running or j.tasks.active]
 
     def update(
         self,

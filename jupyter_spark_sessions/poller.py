@@ -156,7 +156,10 @@ class BoardPoller:
             count = None
             if feed_of[name] is not None:
                 count = sum(1 for key in running if key is not None and key[0] == name)
-            sessions.append(self.board.sessions.describe(name, count))
+            try:
+                sessions.append(self.board.sessions.describe(name, count))
+            except UnknownSessionError:
+                continue  # stopped during this poll: its jobs are still recorded below
         snapshot = self.board.update(
             [j for j in jobs if j.id in keys], keys, running.count(None), sessions
         )

@@ -3,15 +3,19 @@ cancel, tag and release reaches Spark only through ``SessionBackend``."""
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_backend import FakeBackend, FakeJobFeed
+from test_context_job_feed import LaggingStore
 
 from jupyter_spark_sessions import poller
+from jupyter_spark_sessions.backends.classic import ContextJobFeed
 from jupyter_spark_sessions.config import SparkSessionsConfig
-from jupyter_spark_sessions.errors import SessionNameError
+from jupyter_spark_sessions.errors import SessionNameError, UnknownSessionError
 from jupyter_spark_sessions.registry import SessionRegistry
 from jupyter_spark_sessions.session_envs import Requirements, SessionEnv
 from jupyter_spark_sessions.snapshot import parse_job
@@ -162,3 +166,38 @@ def test_describe_shows_a_sessions_own_packages(registry: SessionRegistry) -> No
     assert registry.describe("pkgs").packages == ("jsspkg==1.0, x-1.0-py3-none-any.whl, -r req.txt")
     assert registry.describe("plain").packages == ""
     assert {s.name: s.packages for s in registry.list()}["pkgs"].startswith("jsspkg==1.0")
+
+
+@pytest.mark.parametrize("lost_with", [UnknownSessionError("stopped meanwhile"), OSError("py4j")])
+def test_a_poll_lost_after_spark_was_read_leaves_no_job_shown_running(
+    registry: SessionRegistry, monkeypatch: pytest.MonkeyPatch, lost_with: Exception
+) -> None:
+    # The classic feed asks Spark again only for the jobs it last read running: the poll
+    # that read a job's end must not be the only one that could show it (seen: a job
+    # left "running" for ever when its session was stopped during that poll).
+    store = LaggingStore()
+    a = FakeBackend("a", ContextJobFeed(object(), store))  # type: ignore[arg-type]
+    a.spark_session_tag = f"spark-session-{uuid.uuid4()}"  # Spark's own form
+    registry.register("a", a, "created", isolated=True)
+    store.total = 1
+    store.written[0] = {
+        "jobId": 0,
+        "status": "RUNNING",
+        "jobTags": [a.spark_session_tag, "jss:a", "jss:a:3"],
+        "numTasks": 2,
+        "stageIds": [],
+    }
+    poll(registry)
+    assert [(g.id, g.state) for g in registry.board.snapshot().groups] == [("a:3", "running")]
+    store.written[0]["status"] = "SUCCEEDED"
+    describe = registry.describe
+
+    def lost_once(name: str, running_jobs: int | None = None) -> Any:
+        monkeypatch.setattr(registry, "describe", describe)
+        raise lost_with
+
+    monkeypatch.setattr(registry, "describe", lost_once)
+    with contextlib.suppress(OSError):  # the poll loop reports it and polls again
+        registry.board_poller.poll_once()
+    poll(registry)
+    assert [(g.id, g.state) for g in registry.board.snapshot().groups] == [("a:3", "succeeded")]
