@@ -144,19 +144,21 @@ LOWEST_VENV ?= .venv-py310-lowest
 NEWEST_VENV ?= .venv-py313
 
 # The kernel-level suite: sessions, files, the board and cancel (the panel's click while
-# a cell is busy included), the demo notebooks (not demo 01's run: its files per session
-# are test_artifacts_kernel's here), the private-API checks and fallbacks,
+# a cell is busy included), the private-API checks and fallbacks,
 # the REST relay, and the unit tests (seconds). Not the browser tests: JupyterLab's
 # frontend is not what varies with the Python packages. Nor local-cluster's runs of the
 # classic tests: separate executor processes do not vary with them either (local[2] runs
 # the same stories; make pytest runs local-cluster), and they were a third of its time.
+# Nor the demo notebooks: what they show is tested here module by module (files per
+# session: test_artifacts_kernel; the panel's cancel: test_job_board_kernel; Connect
+# sessions: test_recovery_kernel), and make pytest and test-newest run them.
 LOWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbacks.py \
 	tests/test_panel.py tests/test_job_board.py tests/test_job_tags.py \
 	tests/test_magic_parsing.py tests/test_registry_with_fake_backend.py \
 	tests/test_protocol_schema.py tests/test_artifacts.py tests/test_archives.py \
 	tests/test_package.py tests/test_private_apis.py tests/test_connect_private_apis.py \
 	tests/test_sessions_kernel.py tests/test_artifacts_kernel.py \
-	tests/test_job_board_kernel.py tests/test_server_relay.py tests/test_demos.py \
+	tests/test_job_board_kernel.py tests/test_server_relay.py \
 	tests/test_recovery_kernel.py tests/test_cell_progress.py tests/test_cell_progress_kernel.py \
 	tests/test_descriptions.py tests/test_descriptions_kernel.py
 # The smoke subset: which ipykernel routing is in force, the private-API fallbacks, the
@@ -208,7 +210,7 @@ SHOW_VERSIONS := pip list --format=freeze | grep -iE '^(pyspark|ipykernel|ipytho
 test-lowest: require-python-oldest $(LOWEST_VENV)/.installed
 	$(LOWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
 	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider -n 2 --dist loadfile $(JUNIT) \
-		-k "not local-cluster and not test_isolated_sessions_demo" $(LOWEST_TESTS)
+		-k "not local-cluster" $(LOWEST_TESTS)
 
 test-newest: require-python-newest $(NEWEST_VENV)/.installed
 	$(NEWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
