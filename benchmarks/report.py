@@ -146,19 +146,23 @@ def _test_suite(r: dict[str, Any]) -> str:
         f"{c['browsers']} browsers"
         for target, c in census.items()
     )
-    total = r["after"]["test"]
+    setup = r["after"].get("setup-all")
+    whole = None if setup is None else setup + r["after"]["test"]
     return f"""## Test suite time (`make test`, `scripts/test_times.py --json`)
 
 Wall time of `make test` per target on this 2-core machine (m:ss). Before: {r["before_source"]}.
-After: a run of {r["measured_at"]} with set-up done; the test targets now run side by side,
-so their rows overlap and the last row is the whole. Processes started (counted by
+After: a fresh-clone run of {r["measured_at"]}: the set-up first, then the test targets side
+by side, so their rows overlap and `test` is their whole. Processes started (counted by
 tests/process_census.py): {counted}. {r["notes"]}
 
 | target | before | after |
 |---|---:|---:|
+| set-up |  | {cell(setup)} |
 {rows}
+| **the whole run (set-up + test)** |  | {cell(whole)} |
 
-Target: `make test` after set-up under 20:00. Met: **{"yes" if total < 1200 else "NO"}**.
+Target: the whole `.ci/run` (set-up included, as CI times it) under 20:00. Met:
+**{"yes" if whole is not None and whole < 1200 else "NO"}**.
 """
 
 
