@@ -33,10 +33,14 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def root() -> Iterator[Any]:
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # Spark's own temp files (its artifact folders) in the test's folder, as a kernel's
+    # go to its private folder: not left in /tmp.
+    java_tmp = tmp_path_factory.mktemp("java-tmp") / ".spark-java-tmp"
     session = context_start.start_context(
-        "local[2]", "private-api-test", {"spark.ui.enabled": "false"}
+        "local[2]", "private-api-test", {"spark.ui.enabled": "false"}, java_tmp_dir=str(java_tmp)
     )
+    assert session.sparkContext._jvm.System.getProperty("java.io.tmpdir") == str(java_tmp)
     yield session
     session.sparkContext.stop()
 
