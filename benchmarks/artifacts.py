@@ -77,8 +77,8 @@ def _make_archives(root: Path) -> dict[str, Path]:
 
 def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from jupyter_spark_sessions import SessionRegistry, SparkSessionsConfig
-    from jupyter_spark_sessions.archives import ArchiveLimits, unpack_archive
+    from jupyter_spark_sessions import SparkSessionsApp, SparkSessionsConfig
+    from jupyter_spark_sessions.files.archives import ArchiveLimits, unpack_archive
 
     work = Path(tempfile.mkdtemp(prefix="jss-bench-"))
     config = SparkSessionsConfig(
@@ -86,7 +86,7 @@ def main() -> None:
         context_conf={"spark.ui.enabled": "false"},
         session_root=str(work / "sessions"),
     )
-    registry = SessionRegistry(config)
+    registry = SparkSessionsApp(config).registry
     registry.create("bench")
     big = work / "big.bin"
     _make_big_file(big)

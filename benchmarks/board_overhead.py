@@ -82,9 +82,9 @@ from jupyter_spark_sessions.backends.context_start import (
     quiet_logging_env,
 )
 from jupyter_spark_sessions.backends.local_master import LOCAL_MASTER_DEFAULTS
-from jupyter_spark_sessions.cell_progress import MIME_TYPE as CELL_VIEW_MIME
+from jupyter_spark_sessions.board.snapshot import FINAL_STATES
+from jupyter_spark_sessions.cells.progress import MIME_TYPE as CELL_VIEW_MIME
 from jupyter_spark_sessions.config import SparkSessionsConfig
-from jupyter_spark_sessions.snapshot import FINAL_STATES
 
 ROUNDS = 5
 RESULTS = Path(__file__).parent / "results" / "board_overhead.json"

@@ -90,14 +90,14 @@ def main() -> None:
     )
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-    from jupyter_spark_sessions import SessionRegistry, SparkSessionsConfig
+    from jupyter_spark_sessions import SparkSessionsApp, SparkSessionsConfig
 
     config = SparkSessionsConfig(
         default_master="local[64]",
         context_conf={"spark.ui.enabled": "false"},
         retained_groups=args.groups,
     )
-    registry = SessionRegistry(config)
+    registry = SparkSessionsApp(config).registry
     bench = _Bench(registry)
     try:
         result = bench.run(args.rounds, args.groups)
@@ -112,7 +112,7 @@ def main() -> None:
 
 class _Bench:
     def __init__(self, registry: Any) -> None:
-        from jupyter_spark_sessions.request_handler import RequestHandler
+        from jupyter_spark_sessions.kernel.request_handler import RequestHandler
 
         self.registry = registry
         self.board = registry.board
@@ -503,7 +503,7 @@ def _gone(pid: int) -> bool:
 
 
 def _child_of_daemon_of(pid: int, jvm_pid: int | None) -> bool:
-    # worker -> PySpark daemon (jupyter_spark_sessions.spark_daemon) -> the driver JVM
+    # worker -> PySpark daemon (jupyter_spark_sessions.backends.spark_daemon) -> the driver JVM
     import psutil
 
     try:

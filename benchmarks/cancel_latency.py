@@ -33,13 +33,13 @@ def main() -> None:
     from pyspark import InheritableThread
     from pyspark.sql.functions import udf
 
-    from jupyter_spark_sessions import SessionRegistry, SparkSessionsConfig, group_tag
-    from jupyter_spark_sessions.request_handler import RequestHandler
+    from jupyter_spark_sessions import SparkSessionsApp, SparkSessionsConfig, group_tag
+    from jupyter_spark_sessions.kernel.request_handler import RequestHandler
 
     config = SparkSessionsConfig(
         default_master="local[2]", context_conf={"spark.ui.enabled": "false"}
     )
-    registry = SessionRegistry(config)
+    registry = SparkSessionsApp(config).registry
     registry.create("bench")
     handler = RequestHandler(registry, registry.board)
     sc = registry.session("bench").sparkContext

@@ -35,13 +35,13 @@ def main() -> None:
     from pyspark.sql.connect.functions import udf
     from pyspark.sql.types import LongType
 
-    from jupyter_spark_sessions import SessionRegistry, SparkSessionsConfig, group_tag
-    from jupyter_spark_sessions.request_handler import RequestHandler
+    from jupyter_spark_sessions import SparkSessionsApp, SparkSessionsConfig, group_tag
+    from jupyter_spark_sessions.kernel.request_handler import RequestHandler
 
     config = SparkSessionsConfig(
         connect_master="local[2]", connect_conf={"spark.ui.enabled": "false"}
     )
-    registry = SessionRegistry(config)
+    registry = SparkSessionsApp(config).registry
     registry.create("bench", remote="local")
     handler = RequestHandler(registry, registry.board)
     session = registry.session("bench")

@@ -39,12 +39,12 @@ RESULTS = Path(__file__).parent / "results" / "fair_share.json"
 
 
 def registry_on(master: str, mode: str) -> Any:
-    from jupyter_spark_sessions import SessionRegistry, SparkSessionsConfig
+    from jupyter_spark_sessions import SparkSessionsApp, SparkSessionsConfig
 
     conf = {"spark.ui.enabled": "false"}
     if mode == "FIFO":  # plain PySpark's scheduling
         conf["spark.scheduler.mode"] = "FIFO"
-    return SessionRegistry(SparkSessionsConfig(default_master=master, context_conf=conf))
+    return SparkSessionsApp(SparkSessionsConfig(default_master=master, context_conf=conf)).registry
 
 
 def timed_tasks(session: Any, rows: int, seconds: float) -> list[tuple[float, float]]:

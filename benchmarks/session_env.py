@@ -34,7 +34,7 @@ ROWS = 1_000_000
 
 
 def build_times(work: Path, wheel: Path) -> dict[str, list[float]]:
-    from jupyter_spark_sessions.session_envs import EnvironmentCache, Requirements
+    from jupyter_spark_sessions.sessions.python_envs import EnvironmentCache, Requirements
 
     times: dict[str, list[float]] = {"first": [], "cached": [], "venv_pip": []}
     wanted = Requirements((str(wheel),))
@@ -60,15 +60,15 @@ def build_times(work: Path, wheel: Path) -> dict[str, list[float]]:
 def udf_times(work: Path, wheel: Path) -> dict[str, list[float]]:
     from pyspark.sql import functions as F
 
-    from jupyter_spark_sessions import SessionRegistry, SparkSessionsConfig
-    from jupyter_spark_sessions.session_envs import requirements
+    from jupyter_spark_sessions import SparkSessionsApp, SparkSessionsConfig
+    from jupyter_spark_sessions.sessions.python_envs import requirements
 
     config = SparkSessionsConfig(
         default_master="local[2]",
         context_conf={"spark.ui.enabled": "false"},
         env_cache_dir=str(work / "udf-cache"),
     )
-    registry = SessionRegistry(config)
+    registry = SparkSessionsApp(config).registry
     try:
         sessions = {
             "kernel": registry.create("kernel_python").session,

@@ -1,7 +1,7 @@
 """jupyter_spark_sessions: isolated Spark sessions for notebooks.
 
 Load in IPython with ``%load_ext jupyter_spark_sessions``; from plain Python use
-``default_registry()`` (or your own ``SessionRegistry``).
+``default_registry()`` (or the registry of your own ``SparkSessionsApp``).
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .artifacts import AddResult, Artifact
+from .app import SparkSessionsApp, default_app, default_registry
 from .backends.scheduler_pools import PoolShare
-from .board import JobBoard
+from .board.job_board import JobBoard
+from .board.snapshot import BoardSnapshot, GroupView, SessionView
 from .config import SparkSessionsConfig
 from .errors import (
     ArtifactError,
@@ -27,10 +28,10 @@ from .errors import (
     UnknownSessionError,
     UnsupportedKernelError,
 )
+from .files.artifacts import AddResult, Artifact
 from .job_tags import group_id, group_tag, parse_tag, session_tag
-from .registry import ManagedSession, SessionInfo, SessionRegistry, default_registry
-from .session_release import Release
-from .snapshot import BoardSnapshot, GroupView, SessionView
+from .sessions.registry import ManagedSession, SessionInfo, SessionRegistry
+from .sessions.release import Release
 
 __version__ = "0.1.0"
 
@@ -54,12 +55,14 @@ __all__ = [
     "SessionRegistry",
     "SessionRootError",
     "SessionView",
+    "SparkSessionsApp",
     "SparkSessionsConfig",
     "SparkSessionsError",
     "UnknownGroupError",
     "UnknownSessionError",
     "UnsupportedKernelError",
     "__version__",
+    "default_app",
     "default_registry",
     "group_id",
     "group_tag",
@@ -81,8 +84,8 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
-    """The REST relay to kernels' control channels (see ``server.py``)."""
-    from .server import load_handlers
+    """The REST relay to kernels' control channels (see ``server/rest_relay.py``)."""
+    from .server.rest_relay import load_handlers
 
     load_handlers(server_app)
 
@@ -98,32 +101,33 @@ def load_ipython_extension(ip: Any) -> None:
     # a classic `create` after a Connect session fails with JAVA_GATEWAY_EXITED. The
     # kernel never uses gRPC across a fork, so the handlers are off (read at import).
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-    from .cell_errors import CancelledCellErrors
-    from .cell_lifecycle import CellLifecycle
-    from .cell_progress import CellProgressViews
-    from .cell_tagging import CellJobTagging
-    from .interrupt import CellInterrupts
-    from .kernel_lifecycle import call_once_at_shutdown
-    from .magics import SparkSessionMagics
+    from .cells.error_lines import CancelledCellErrors
+    from .cells.interrupt import CellInterrupts
+    from .cells.lifecycle import CellLifecycle
+    from .cells.progress import CellProgressViews
+    from .cells.tagging import CellJobTagging
+    from .kernel.shutdown import call_once_at_shutdown
+    from .magics.session_magics import SparkSessionMagics
 
-    registry = default_registry(SparkSessionsConfig(parent=ip))
+    app = default_app(SparkSessionsConfig(parent=ip))
+    registry = app.registry
     # Folders that killed kernels left behind (their shutdown never ran) go now.
     registry.config.remove_dead_kernel_folders()
-    tagging = CellJobTagging(ip, registry)
-    interrupts = CellInterrupts(ip, registry, CancelledCellErrors(ip, registry))
+    tagging = CellJobTagging(ip, app)
+    interrupts = CellInterrupts(ip, app, CancelledCellErrors(ip, app))
     kernel = getattr(ip, "kernel", None)
     if kernel is not None:  # in a Jupyter kernel (not a terminal IPython)
         from IPython.core.error import UsageError
 
-        from .kernel import KernelChannels
-        from .request_handler import RequestHandler
+        from .kernel.channels import KernelChannels
+        from .kernel.request_handler import RequestHandler
 
         try:
-            KernelChannels(kernel, RequestHandler(registry, registry.board)).install()
+            KernelChannels(kernel, RequestHandler(registry, app.board)).install()
         except UnsupportedKernelError as exc:  # before anything is registered
             raise UsageError(f"jupyter_spark_sessions cannot load: {exc}") from None
-    ip.register_magics(SparkSessionMagics(ip, registry, tagging))
-    progress = CellProgressViews(ip, registry, tagging)
+    ip.register_magics(SparkSessionMagics(ip, app, tagging))
+    progress = CellProgressViews(ip, app, tagging)
     lifecycle = CellLifecycle(
         ip,
         (tagging, interrupts, progress),  # the order cell_lifecycle.py explains
@@ -135,9 +139,9 @@ def load_ipython_extension(ip: Any) -> None:
     call_once_at_shutdown(ip, registry.shutdown)
     _loaded[id(ip)] = lifecycle
     if kernel is not None:  # last: frontends that see it send requests at once
-        from . import kernel_marker
+        from .kernel import marker
 
-        kernel_marker.advertise(kernel)
+        marker.advertise(kernel)
 
 
 def unload_ipython_extension(ip: Any) -> None:
@@ -147,6 +151,6 @@ def unload_ipython_extension(ip: Any) -> None:
         lifecycle.unregister()
         kernel = getattr(ip, "kernel", None)
         if kernel is not None:
-            from . import kernel_marker
+            from .kernel import marker
 
-            kernel_marker.withdraw(kernel)
+            marker.withdraw(kernel)

@@ -8,7 +8,7 @@ Format (documented in docs/job-tags.md):
   whose id shown to users is ``<session>:<execution count>``.
 
 Session names cannot contain ``:`` or ``,`` (Spark tags cannot hold a comma), so a tag
-parses back unambiguously. Pure: ``thread_tagger`` applies the tags to a thread.
+parses back unambiguously. Pure: ``sessions/thread_tagger`` applies the tags to a thread.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_spark_sessions.archives import (
+from jupyter_spark_sessions.errors import ArtifactError
+from jupyter_spark_sessions.files.archives import (
     ARCHIVE_SUFFIXES,
     ArchiveLimits,
     UnpackResult,
@@ -24,7 +25,6 @@ from jupyter_spark_sessions.archives import (
     default_alias,
     unpack_archive,
 )
-from jupyter_spark_sessions.errors import ArtifactError
 
 SUPPORTED = ".tar.gz, .tgz, .tar, .zip, .jar"
 

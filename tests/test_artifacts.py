@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_spark_sessions.artifacts import SessionArtifacts
 from jupyter_spark_sessions.errors import ArtifactError
+from jupyter_spark_sessions.files.artifacts import SessionArtifacts
 
 
 def test_an_unreadable_file_is_one_line_and_nothing_is_written(

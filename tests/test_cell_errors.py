@@ -43,7 +43,7 @@ def test_pysparks_errors_for_the_other_flavour_are_recognised_in_its_own_code() 
 
 
 def test_a_cancel_story_names_groups_jobs_and_where_the_cancel_came_from() -> None:
-    from jupyter_spark_sessions.cell_errors import cancel_story
+    from jupyter_spark_sessions.cells.error_lines import cancel_story
 
     assert cancel_story([("a:4", "sidebar", [3])]) == (
         "The Spark jobs of a:4 (job 3) were cancelled from the sidebar."

@@ -7,7 +7,7 @@ from typing import Any
 
 from IPython.core.events import EventManager, available_events
 
-from jupyter_spark_sessions.cell_lifecycle import CellLifecycle
+from jupyter_spark_sessions.cells.lifecycle import CellLifecycle
 
 
 class Shell:

@@ -8,19 +8,19 @@ from typing import Any
 
 from test_protocol_schema import errors, wire
 
-from jupyter_spark_sessions.cell_progress import (
-    INTERRUPT_HINT,
-    MIME_TYPE,
-    cell_groups,
-    render,
-)
-from jupyter_spark_sessions.snapshot import (
+from jupyter_spark_sessions.board.snapshot import (
     BoardSnapshot,
     GroupView,
     JobView,
     SessionView,
     StageView,
     TaskCounts,
+)
+from jupyter_spark_sessions.cells.progress import (
+    INTERRUPT_HINT,
+    MIME_TYPE,
+    cell_groups,
+    render,
 )
 
 NOW = 1_000.0
@@ -169,7 +169,7 @@ def test_only_the_cells_own_groups_with_jobs_are_shown() -> None:
 
 
 def test_the_jobs_magic_says_the_same_of_a_cancelled_group_with_a_task_stopping() -> None:
-    from jupyter_spark_sessions.magics import _group_row
+    from jupyter_spark_sessions.magics.session_magics import _group_row
 
     stopping = group((job(0, "FAILED", 0, 1, active=1),), "cancelled", False)
     stopping = dataclasses.replace(stopping, tasks_still_running=1)

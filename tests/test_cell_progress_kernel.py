@@ -18,7 +18,7 @@ from nbclient import NotebookClient
 from test_job_board_kernel import request, wait_for_group
 from test_protocol_schema import errors
 
-from jupyter_spark_sessions.cell_progress import INTERRUPT_HINT, MIME_TYPE
+from jupyter_spark_sessions.cells.progress import INTERRUPT_HINT, MIME_TYPE
 from kernel_driver import KERNEL_NAME, CellResult, Kernel, _write_kernelspec
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]

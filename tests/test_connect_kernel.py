@@ -124,7 +124,7 @@ def _ident(name):
 
 
 def connect_registry(expression: str) -> str:
-    return f"__import__('jupyter_spark_sessions').registry.default_registry().{expression}"
+    return f"__import__('jupyter_spark_sessions').default_registry().{expression}"
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_spark_sessions.descriptions import Frame, call_site, cell_label, first_code_line
+from jupyter_spark_sessions.job_descriptions import Frame, call_site, cell_label, first_code_line
 
 
 @pytest.mark.parametrize(

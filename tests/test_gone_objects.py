@@ -6,8 +6,8 @@ from __future__ import annotations
 import gc
 import sys
 
-from jupyter_spark_sessions import gone_objects
-from jupyter_spark_sessions.gone_objects import gone_object_line, looks_gone, mark_gone
+from jupyter_spark_sessions.sessions import gone_objects
+from jupyter_spark_sessions.sessions.gone_objects import gone_object_line, looks_gone, mark_gone
 
 
 class SparkSession:

@@ -10,7 +10,7 @@ import pytest
 from ipykernel.comm.comm import BaseComm
 from ipykernel.kernelbase import Kernel
 
-from jupyter_spark_sessions import ipykernel_internals
+from jupyter_spark_sessions.kernel import ipykernel_internals
 
 
 def test_kernel_dispatches_control_messages_through_control_handlers() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_spark_sessions.backends.java_runtime import find_java, parse_java_major, require_java
 from jupyter_spark_sessions.errors import JavaNotFoundError
-from jupyter_spark_sessions.java_runtime import find_java, parse_java_major, require_java
 
 
 @pytest.mark.parametrize(

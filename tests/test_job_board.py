@@ -12,10 +12,10 @@ import pytest
 
 from jupyter_spark_sessions.backends import connect
 from jupyter_spark_sessions.backends.base import OperationReport
-from jupyter_spark_sessions.board import JobBoard
+from jupyter_spark_sessions.board.job_board import JobBoard
+from jupyter_spark_sessions.board.snapshot import BoardSnapshot, group_state, job_group, parse_job
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import UnknownGroupError, UnknownSessionError
-from jupyter_spark_sessions.snapshot import BoardSnapshot, group_state, job_group, parse_job
 
 
 def job_data(
@@ -419,7 +419,7 @@ def test_a_threads_first_job_after_its_cell_ended_keeps_the_cells_description() 
 
 
 def _view(name: str, disconnected: str = "") -> Any:
-    from jupyter_spark_sessions.snapshot import SessionView
+    from jupyter_spark_sessions.board.snapshot import SessionView
 
     return SessionView(
         name=name,

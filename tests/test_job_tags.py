@@ -10,7 +10,7 @@ import pytest
 from jupyter_spark_sessions.backends import classic
 from jupyter_spark_sessions.backends.classic import ClassicBackend
 from jupyter_spark_sessions.job_tags import group_id, group_tag, parse_tag, session_tag
-from jupyter_spark_sessions.thread_tagger import ThreadJobTagger
+from jupyter_spark_sessions.sessions.thread_tagger import ThreadJobTagger
 
 
 class RecordingContext:

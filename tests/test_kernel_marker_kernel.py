@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_spark_sessions.kernel_marker import DOCS_URL, MARKER_TEXT
+from jupyter_spark_sessions.kernel.marker import DOCS_URL, MARKER_TEXT
 from kernel_driver import Kernel
 
 pytestmark = pytest.mark.kernel

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from jupyter_spark_sessions.board.snapshot import SessionView
 from jupyter_spark_sessions.errors import ConfError
-from jupyter_spark_sessions.magics import (
+from jupyter_spark_sessions.magics.session_magics import (
     _LIST_HEADERS,
     SparkSessionMagics,
     _info_row,
     format_table,
     parse_conf_pairs,
 )
-from jupyter_spark_sessions.snapshot import SessionView
 
 SUBCOMMANDS = ("create", "adopt", "use", "list", "info", "stop")
 
@@ -73,7 +73,7 @@ def test_help_is_plain_line_magic_text_with_an_example_per_subcommand() -> None:
 
 
 def test_a_bare_magic_prints_the_short_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    from jupyter_spark_sessions.magic_parser import parse_line as _parse
+    from jupyter_spark_sessions.magics.parser import parse_line as _parse
 
     assert _parse("   ") is None
     out = capsys.readouterr().out
@@ -91,7 +91,7 @@ def test_a_bare_magic_prints_the_short_usage(capsys: pytest.CaptureFixture[str])
 def test_an_unknown_subcommand_suggests_the_closest(line: str, hint: str) -> None:
     from IPython.core.error import UsageError
 
-    from jupyter_spark_sessions.magic_parser import parse_line as _parse
+    from jupyter_spark_sessions.magics.parser import parse_line as _parse
 
     with pytest.raises(UsageError, match="Unknown subcommand") as raised:
         _parse(line)
@@ -101,7 +101,7 @@ def test_an_unknown_subcommand_suggests_the_closest(line: str, hint: str) -> Non
 def test_a_subcommand_missing_an_argument_shows_its_usage() -> None:
     from IPython.core.error import UsageError
 
-    from jupyter_spark_sessions.magic_parser import parse_line as _parse
+    from jupyter_spark_sessions.magics.parser import parse_line as _parse
 
     with pytest.raises(UsageError) as raised:
         _parse("reconnect")

@@ -18,7 +18,7 @@ def test_public_names_all_resolve() -> None:
 def test_importing_the_package_does_not_import_pyspark() -> None:
     # %load_ext must be instant: PySpark is imported on first use only.
     code = (
-        "import sys, jupyter_spark_sessions, jupyter_spark_sessions.magics;"
+        "import sys, jupyter_spark_sessions, jupyter_spark_sessions.magics.session_magics;"
         "print('pyspark' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from jupyter_spark_sessions.package_hints import missing_module, package_hint
-from jupyter_spark_sessions.session_envs import Requirements, SessionEnv
+from jupyter_spark_sessions.cells.package_hints import missing_module, package_hint
+from jupyter_spark_sessions.sessions.python_envs import Requirements, SessionEnv
 
 
 def _env(root: Path, *modules: str) -> SessionEnv:

@@ -12,11 +12,11 @@ import pytest
 from comm import DummyComm
 
 from jupyter_spark_sessions.backends.base import OperationReport
-from jupyter_spark_sessions.board import JobBoard
+from jupyter_spark_sessions.board.job_board import JobBoard
+from jupyter_spark_sessions.board.snapshot import SessionView, job_group, parse_job
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import UnknownSessionError
-from jupyter_spark_sessions.panel import FRONTEND_NOTE, BoardPanel
-from jupyter_spark_sessions.snapshot import SessionView, job_group, parse_job
+from jupyter_spark_sessions.magics.panel import FRONTEND_NOTE, BoardPanel
 
 SENT: list[dict[str, Any]] = []
 

@@ -19,14 +19,16 @@ import ipykernel
 import pytest
 from comm import DummyComm
 
-from jupyter_spark_sessions import ipykernel_internals, protocol
-from jupyter_spark_sessions.board import JobBoard
+from jupyter_spark_sessions import protocol
+from jupyter_spark_sessions.app import SparkSessionsApp
+from jupyter_spark_sessions.board.job_board import JobBoard
+from jupyter_spark_sessions.board.snapshot import SessionView
 from jupyter_spark_sessions.config import SparkSessionsConfig
-from jupyter_spark_sessions.kernel import KernelChannels
-from jupyter_spark_sessions.panel import FRONTEND_NOTE, NO_ROUTER_NOTE, BoardPanel
-from jupyter_spark_sessions.registry import SessionRegistry
-from jupyter_spark_sessions.request_handler import RequestHandler
-from jupyter_spark_sessions.snapshot import SessionView
+from jupyter_spark_sessions.kernel import ipykernel_internals
+from jupyter_spark_sessions.kernel.channels import KernelChannels
+from jupyter_spark_sessions.kernel.request_handler import RequestHandler
+from jupyter_spark_sessions.magics.panel import FRONTEND_NOTE, NO_ROUTER_NOTE, BoardPanel
+from jupyter_spark_sessions.sessions.registry import SessionRegistry
 
 
 class RouterlessComm(DummyComm):
@@ -49,7 +51,7 @@ class RoutedComm(RouterlessComm):
 
 @pytest.fixture
 def registry(tmp_path: Path) -> Iterator[SessionRegistry]:
-    reg = SessionRegistry(SparkSessionsConfig(session_root=str(tmp_path / "root")))
+    reg = SparkSessionsApp(SparkSessionsConfig(session_root=str(tmp_path / "root"))).registry
     reg.board_poller.stop()
     yield reg
 
@@ -194,7 +196,7 @@ def test_gateway_process_without_pysparks_private_handle_is_none(
     from pyspark import SparkContext
 
     from jupyter_spark_sessions.backends import driver
-    from jupyter_spark_sessions.kernel_lifecycle import reap_when_it_exits
+    from jupyter_spark_sessions.backends.jvm_reaper import reap_when_it_exits
 
     monkeypatch.setattr(SparkContext, "_gateway", object())  # a gateway without .proc
     assert driver.gateway_process() is None

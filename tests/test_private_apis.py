@@ -395,7 +395,7 @@ def test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group(
                 daemons.append(child)
         except (psutil.ZombieProcess, psutil.NoSuchProcess):  # a worker that just ended
             continue
-    assert daemons, "the context does not run jupyter_spark_sessions.spark_daemon"
+    assert daemons, "the context does not run jupyter_spark_sessions.backends.spark_daemon"
     assert all(os.getpgid(p.pid) != kernel_group for p in daemons)
 
 

@@ -16,14 +16,9 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from jupyter_spark_sessions import cell_errors, protocol
-from jupyter_spark_sessions.artifacts import AddResult, Artifact
-from jupyter_spark_sessions.board import JobBoard
-from jupyter_spark_sessions.config import SparkSessionsConfig
-from jupyter_spark_sessions.errors import UnknownSessionError
-from jupyter_spark_sessions.kernel import KernelChannels
-from jupyter_spark_sessions.request_handler import RequestHandler
-from jupyter_spark_sessions.snapshot import (
+from jupyter_spark_sessions import protocol
+from jupyter_spark_sessions.board.job_board import JobBoard
+from jupyter_spark_sessions.board.snapshot import (
     BoardSnapshot,
     FileView,
     GroupView,
@@ -32,6 +27,12 @@ from jupyter_spark_sessions.snapshot import (
     StageView,
     TaskCounts,
 )
+from jupyter_spark_sessions.cells import error_lines
+from jupyter_spark_sessions.config import SparkSessionsConfig
+from jupyter_spark_sessions.errors import UnknownSessionError
+from jupyter_spark_sessions.files.artifacts import AddResult, Artifact
+from jupyter_spark_sessions.kernel.channels import KernelChannels
+from jupyter_spark_sessions.kernel.request_handler import RequestHandler
 
 # -- the objects under test: the one place to update when their constructors change --
 
@@ -210,7 +211,7 @@ def test_the_schema_is_valid_draft_2020_12_and_names_the_protocols_constants() -
     assert tuple(defs["CancelSource"]["enum"]) == protocol.CANCEL_SOURCES
     # Every source a request may name is told in the cancelled cell's one line, as are
     # the kernel's own (a stop, an Interrupt), which no request names.
-    assert set(cell_errors.CANCEL_FROM) == {*protocol.CANCEL_SOURCES, "stop", "interrupt"}
+    assert set(error_lines.CANCEL_FROM) == {*protocol.CANCEL_SOURCES, "stop", "interrupt"}
 
 
 def test_each_request_in_the_schema_takes_the_fields_protocol_py_accepts() -> None:

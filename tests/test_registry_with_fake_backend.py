@@ -12,13 +12,14 @@ import pytest
 from fake_backend import FakeBackend, FakeJobFeed
 from test_context_job_feed import LaggingStore
 
-from jupyter_spark_sessions import poller
+from jupyter_spark_sessions.app import SparkSessionsApp
 from jupyter_spark_sessions.backends.classic import ContextJobFeed
+from jupyter_spark_sessions.board import poller
+from jupyter_spark_sessions.board.snapshot import parse_job
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import SessionNameError, UnknownSessionError
-from jupyter_spark_sessions.registry import SessionRegistry
-from jupyter_spark_sessions.session_envs import Requirements, SessionEnv
-from jupyter_spark_sessions.snapshot import parse_job
+from jupyter_spark_sessions.sessions.python_envs import Requirements, SessionEnv
+from jupyter_spark_sessions.sessions.registry import SessionRegistry
 
 
 def job(job_id: int, session: str, cell: int, status: str = "RUNNING") -> dict[str, object]:
@@ -36,7 +37,7 @@ def job(job_id: int, session: str, cell: int, status: str = "RUNNING") -> dict[s
 @pytest.fixture
 def registry(tmp_path: Path) -> SessionRegistry:
     config = SparkSessionsConfig(session_root=str(tmp_path / "root"), release_timeout=5.0)
-    reg = SessionRegistry(config)
+    reg = SparkSessionsApp(config).registry
     reg.board_poller.stop()  # the tests poll by hand
     return reg
 

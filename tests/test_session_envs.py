@@ -17,7 +17,7 @@ from tiny_wheels import make_wheel
 
 from jupyter_spark_sessions.backends.local_master import workers_on_this_machine
 from jupyter_spark_sessions.errors import PackagesError
-from jupyter_spark_sessions.session_envs import (
+from jupyter_spark_sessions.sessions.python_envs import (
     EnvironmentCache,
     Requirements,
     env_key,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from jupyter_spark_sessions import session_root
-from jupyter_spark_sessions.artifacts import SessionArtifacts
 from jupyter_spark_sessions.config import SparkSessionsConfig
 from jupyter_spark_sessions.errors import ArtifactError, SessionRootError
+from jupyter_spark_sessions.files.artifacts import SessionArtifacts
 from jupyter_spark_sessions.session_root import (
     FOLDER_PREFIX,
     KernelRoot,

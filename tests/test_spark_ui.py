@@ -1,12 +1,12 @@
-"""The Spark UI links through the Jupyter server (jupyter_spark_sessions.spark_ui): pure
+"""The Spark UI links through the Jupyter server (jupyter_spark_sessions.magics.spark_ui): pure
 functions; tests/test_spark_ui_proxy.py opens them through a real server."""
 
 from __future__ import annotations
 
 import pytest
 
-from jupyter_spark_sessions import magics, spark_ui
-from jupyter_spark_sessions.snapshot import SessionView
+from jupyter_spark_sessions.board.snapshot import SessionView
+from jupyter_spark_sessions.magics import session_magics, spark_ui
 
 
 def test_job_path_is_the_proxied_job_page_of_the_ui_port() -> None:
@@ -84,9 +84,9 @@ def test_info_shows_the_ui_and_its_path_through_the_jupyter_server(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/ann/")
-    assert magics._ui_text(_view("classic", "http://127.0.0.1:4040")) == (
+    assert session_magics._ui_text(_view("classic", "http://127.0.0.1:4040")) == (
         "http://127.0.0.1:4040, through the Jupyter server: /user/ann/proxy/4040/jobs/"
     )
-    assert magics._ui_text(_view("classic", "")) == "off"
-    assert magics._ui_text(_view("connect", "")).startswith("not linked: the Spark UI of a")
-    assert "HTTPS" in magics._ui_text(_view("classic", "https://127.0.0.1:4440"))
+    assert session_magics._ui_text(_view("classic", "")) == "off"
+    assert session_magics._ui_text(_view("connect", "")).startswith("not linked: the Spark UI of a")
+    assert "HTTPS" in session_magics._ui_text(_view("classic", "https://127.0.0.1:4440"))

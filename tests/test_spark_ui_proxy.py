@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import free_port
 
-from jupyter_spark_sessions import spark_ui
+from jupyter_spark_sessions.magics import spark_ui
 from kernel_driver import Kernel
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]

@@ -163,7 +163,7 @@ public final class BoardReader {
     }
 
     /**
-     * The fields of a job the board reads (jupyter_spark_sessions/snapshot.py
+     * The fields of a job the board reads (jupyter_spark_sessions/board/snapshot.py
      * {@code parse_job}), named as Spark's REST API names them. Written by hand: Jackson's
      * Scala module took a few milliseconds for 50 jobs, and wrote every field.
      */

@@ -7,7 +7,7 @@ actions only, with a rule that names PySpark's own thread wrapper for jobs of a
 ``pyspark.InheritableThread`` (``copy_local_properties at .../threading.py:982``).
 ``DataFrame.count``, ``show`` and the writers set none, so Spark names them after a JVM
 frame (``$anonfun$withThreadLocalCaptured$1 at CompletableFuture.java:1768``).
-``install`` makes ``SCCallSiteSync`` use ``descriptions.call_site`` and puts those
+``install`` makes ``SCCallSiteSync`` use ``job_descriptions.call_site`` and puts those
 actions inside it. Private PySpark API: ``SCCallSiteSync``'s ``_context``/``_call_site``
 fields; ``tests/test_descriptions.py`` checks them against the installed PySpark.
 """
@@ -23,7 +23,7 @@ import sysconfig
 import threading
 from typing import Any
 
-from .. import descriptions
+from .. import job_descriptions
 
 #: The classic actions that start jobs without setting a call site: (module, class,
 #: methods). Nested ones (``parquet`` inside ``save``) keep the outer call site.
@@ -94,17 +94,17 @@ def install() -> bool:
 def current_call_site(calling: str | None = None) -> str | None:
     """The call site of a Spark call made from this thread now (None: no user frame);
     ``calling``: the PySpark method about to be called, when it is not on the stack yet."""
-    frames: list[descriptions.Frame] = []
+    frames: list[job_descriptions.Frame] = []
     frame = sys._getframe(1)  # cheaper than traceback.extract_stack: no source lines
     while frame is not None:
         code = frame.f_code
         if code.co_filename != _HERE:  # this module's wrappers are not the user's
-            frames.append(descriptions.Frame(code.co_filename, frame.f_lineno, code.co_name))
+            frames.append(job_descriptions.Frame(code.co_filename, frame.f_lineno, code.co_name))
         frame = frame.f_back  # type: ignore[assignment]
     frames.reverse()
     if calling:
-        frames.append(descriptions.Frame(_spark_dirs[0] + calling, 0, calling))
-    return descriptions.call_site(frames, _is_pyspark, _is_library, _cell_label)
+        frames.append(job_descriptions.Frame(_spark_dirs[0] + calling, 0, calling))
+    return job_descriptions.call_site(frames, _is_pyspark, _is_library, _cell_label)
 
 
 def _patch_call_site_sync(call_site_sync: Any) -> None:
@@ -173,7 +173,7 @@ def _cell_label(file: str) -> str | None:
     shell = get_ipython()
     compiler = getattr(shell, "compile", None)
     format_code_name = getattr(compiler, "format_code_name", None)
-    return descriptions.cell_label(format_code_name(file)) if format_code_name else None
+    return job_descriptions.cell_label(format_code_name(file)) if format_code_name else None
 
 
 def _package_dir(name: str) -> str:

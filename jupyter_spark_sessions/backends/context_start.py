@@ -177,5 +177,5 @@ OWNED_CONTEXT_DEFAULTS = {
 #: workers run the kernel's interpreter: keep them out of the kernel's process group,
 #: so that an Interrupt reaches only the interrupted cell's tasks (``spark_daemon``).
 LOCAL_CONTEXT_DEFAULTS = {
-    "spark.python.daemon.module": "jupyter_spark_sessions.spark_daemon",
+    "spark.python.daemon.module": "jupyter_spark_sessions.backends.spark_daemon",
 }

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from ..config import SparkSessionsConfig
 from ..errors import ConnectError
-from ..java_runtime import require_java
-from ..kernel_lifecycle import reap_when_it_exits
 from ..session_root import open_private
 from . import connect, java_tmpdir, scheduler_pools
 from .connect_endpoint import LOCAL, Endpoint, parse_remote, reachable
+from .java_runtime import require_java
+from .jvm_reaper import reap_when_it_exits
 from .local_master import local_master_defaults, local_master_env
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from ..config import SparkSessionsConfig
 from ..errors import ConfError, ContextStoppedError, MasterMismatchError
-from ..java_runtime import require_java
-from ..kernel_lifecycle import reap_when_it_exits
 from . import classic, context_start, driver, scheduler_pools
+from .java_runtime import require_java
+from .jvm_reaper import reap_when_it_exits
 
 if TYPE_CHECKING:
     from pyspark import SparkContext

@@ -1,7 +1,7 @@
 """How Spark's own errors say what happened, read from their text (PySpark gives no
 structured form for these): a cancelled job or operation, and an object of the other
 PySpark API flavour (classic or Spark Connect) handed to a session. The cell's one-line
-errors (``cell_errors``) are built on these."""
+errors (``cells/error_lines``) are built on these."""
 
 from __future__ import annotations
 

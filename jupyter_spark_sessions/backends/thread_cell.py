@@ -1,5 +1,5 @@
 """The managed cell each thread runs (session bound, execution count), set by the
-thread tagger (``thread_tagger``) as it tags a thread: what a Spark Connect progress
+thread tagger (``sessions/thread_tagger``) as it tags a thread: what a Spark Connect progress
 report, which carries only its own session's tags, is filed under."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 /**
  * How the sidebar tells, at once, whether a kernel has loaded
  * jupyter_spark_sessions: the extension lists a help link in the kernel's
- * standard kernel_info reply (jupyter_spark_sessions/kernel_marker.py), which
+ * standard kernel_info reply (jupyter_spark_sessions/kernel/marker.py), which
  * ipykernel answers on the control channel even while a cell runs. Asking
  * this first means a kernel without the extension is never sent a message
  * type it does not know.

@@ -12,7 +12,7 @@ describe('hasSparkSessionsMarker', () => {
 
   it('looks for the text the kernel side lists', () => {
     const python = readFileSync(
-      new URL('../../jupyter_spark_sessions/kernel_marker.py', import.meta.url),
+      new URL('../../jupyter_spark_sessions/kernel/marker.py', import.meta.url),
       'utf8'
     );
     expect(python).toMatch(/^MARKER_TEXT = "(.*)"$/m);

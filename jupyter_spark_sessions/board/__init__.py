@@ -1,0 +1,3 @@
+"""The job board: Spark's job state, read by one producer thread (``poller``), kept as
+each session's job groups (``job_board``) and published as an immutable snapshot
+(``snapshot``) to every view."""

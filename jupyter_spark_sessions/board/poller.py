@@ -1,0 +1,239 @@
+"""The board's producer: the one thread that talks to Spark for the job board.
+
+Each round it makes the cancels the board queued (``SessionBackend.cancel``), reads the
+jobs of every session's ``JobFeed`` (one per SparkContext, shared by its classic
+sessions) and publishes a snapshot. A classic context's read is one py4j round trip
+(``job_feed.JobStatusReader``), whatever the number of jobs, stages and tasks. Backends
+without a feed (Spark Connect) report their operations to the board themselves.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UnknownSessionError
+from .snapshot import (
+    BoardSnapshot,
+    GroupKey,
+    JobView,
+    SessionView,
+    job_group,
+    parse_job,
+    parse_stage,
+    status_is_running,
+)
+
+if TYPE_CHECKING:
+    from ..backends.base import JobFeed, SessionBackend
+    from .job_board import JobBoard
+
+log = logging.getLogger(__name__)
+
+#: Seconds between polls while a cancelled group winds down (``JobBoard.winding_down_cancel``).
+CANCEL_POLL_INTERVAL = 0.05
+
+
+class BoardPoller:
+    """Polls fast while jobs run (``poll_interval``), slowly when idle
+    (``idle_poll_interval``), at once when the board is woken.
+
+    Cancels have a thread of their own (``jss-job-cancel``), woken by the board's
+    ``cancel_ready``: a request's Spark call starts at once instead of after the poll
+    in progress (a fifth of the whole cancel when Spark itself is fast). Each thread
+    talks to Spark over its own py4j connection, and neither is the control thread."""
+
+    def __init__(self, board: JobBoard) -> None:
+        self.board = board
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._start_lock = threading.Lock()
+        self._readers: dict[JobFeed, _FeedReader] = {}
+        #: When the last finished poll started, and a condition notified after each.
+        self._last_poll_started = float("-inf")
+        self._polled = threading.Condition()
+
+    def fresh_snapshot(self, timeout: float = 3.0) -> BoardSnapshot:
+        """The board as read by a poll that started after this call: what a magic shows
+        is never older than the magic (the poll is made at once). The latest one when
+        the poller does not run, or after ``timeout``."""
+        asked = time.monotonic()
+        if self.is_running():
+            self.board.wake_now()
+            with self._polled:
+                self._polled.wait_for(lambda: self._last_poll_started >= asked, timeout)
+        return self.board.snapshot()
+
+    def start(self) -> None:
+        """Start the threads (idempotent)."""
+        with self._start_lock:
+            if self._threads and all(t.is_alive() for t in self._threads):
+                return
+            self._stopping.clear()
+            self._threads = [
+                threading.Thread(target=self._run, name="jss-job-board", daemon=True),
+                threading.Thread(target=self._run_cancels, name="jss-job-cancel", daemon=True),
+            ]
+            for thread in self._threads:
+                thread.start()
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """Stop the threads and wait up to ``timeout`` for each (kernel shutdown)."""
+        self._stopping.set()
+        self.board.wake_now()
+        self.board.cancel_ready.set()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def is_running(self) -> bool:
+        """Whether any of its threads still runs."""
+        return any(thread.is_alive() for thread in self._threads)
+
+    def _run_cancels(self) -> None:
+        ready = self.board.cancel_ready
+        while not self._stopping.is_set():
+            ready.wait()
+            ready.clear()
+            self._send_cancels()
+
+    def _run(self) -> None:
+        config = self.board.config
+        while not self._stopping.is_set():
+            self.board.clear_wake()
+            polled_at = time.monotonic()
+            try:
+                self.poll_once()
+            except Exception as exc:  # the JVM went away, a py4j hiccup: report, go on
+                log.debug("job board poll failed", exc_info=True)
+                self.board.update([], {}, 0, self._describe_safely(), error=_one_line(exc))
+            with self._polled:
+                self._last_poll_started = polled_at
+                self._polled.notify_all()
+            interval = config.poll_interval if self.board.busy() else config.idle_poll_interval
+            if self.board.winding_down_cancel():
+                interval = min(interval, CANCEL_POLL_INTERVAL)
+            self._wait(polled_at, interval)
+
+    def _wait(self, polled_at: float, interval: float) -> None:
+        # Until the interval is over or an urgent wake. A cell that started or ended
+        # brings the next poll to one fast interval from then at the latest: its jobs
+        # show within that, and a short cell does not wait for a poll made beside it.
+        board = self.board
+        deadline = polled_at + interval
+        while (remaining := deadline - time.monotonic()) > 0:
+            if not board.wake.wait(remaining) or board.take_wake():
+                return
+            deadline = min(deadline, time.monotonic() + board.config.poll_interval)
+
+    def poll_once(self) -> BoardSnapshot:
+        """One round: queued cancels, then fresh status, then the cancels it called
+        for (jobs newly seen in cancelled groups). Also callable from tests."""
+        self._send_cancels()
+        backends = self._backends()
+        # Stopped sessions whose groups still run are read too (not shown as sessions; a
+        # name registered again is followed through its new session).
+        followed = {**self.board.retiring(), **backends}
+        # Asked once per round: a classic backend's answer costs a JVM round trip.
+        feed_of = {name: backend.job_feed() for name, backend in followed.items()}
+        feeds: list[JobFeed] = []
+        for feed in feed_of.values():
+            if feed is not None and all(feed is not f for f in feeds):
+                feeds.append(feed)
+        by_spark_tag = {b.spark_session_tag: n for n, b in followed.items() if b.spark_session_tag}
+        self._readers = {feed: self._readers.get(feed) or _FeedReader(feed) for feed in feeds}
+        read: list[tuple[JobView, GroupKey | None]] = []
+        for feed in feeds:
+            read += self._readers[feed].read(self.board.settling_job_ids(), by_spark_tag)
+        jobs = [view for view, _ in read]
+        keys = {view.id: key for view, key in read if key is not None}
+        running = [key for view, key in read if view.status == "RUNNING"]
+        sessions = []
+        for name in backends:
+            count = None
+            if feed_of[name] is not None:
+                count = sum(1 for key in running if key is not None and key[0] == name)
+            try:
+                sessions.append(self.board.sessions.describe(name, count))
+            except UnknownSessionError:
+                continue  # stopped during this poll: its jobs are still recorded below
+        snapshot = self.board.update(
+            [j for j in jobs if j.id in keys], keys, running.count(None), sessions
+        )
+        self._send_cancels()
+        return snapshot
+
+    def _send_cancels(self) -> None:
+        for cancel in self.board.take_pending_cancels():
+            try:
+                cancel.send()
+            except Exception:
+                log.warning("cancelling jobs of session %r failed", cancel.session, exc_info=True)
+
+    def _backends(self) -> dict[str, SessionBackend]:
+        found = {}
+        for name in self.board.sessions.names():
+            try:
+                found[name] = self.board.sessions.backend(name)
+            except UnknownSessionError:
+                continue  # stopped while we looked
+        return found
+
+    def _describe_safely(self) -> list[SessionView]:
+        views = []
+        for name in self.board.sessions.names():
+            try:
+                views.append(self.board.sessions.describe(name, 0))
+            except Exception:  # the JVM is gone: show what is known without it
+                continue
+        return views
+
+
+class _FeedReader:
+    """Reads one feed into ``JobView``s and their groups, reusing last poll's view of a
+    job whose data Spark reports unchanged (a long task moves no count). Parsing is most
+    of a poll's Python time, and the board compares reused views by identity, so its
+    unchanged groups cost nothing either."""
+
+    def __init__(self, feed: JobFeed) -> None:
+        self._feed = feed
+        self._by_spark_tag: Mapping[str, str] = {}
+        #: job id -> (its data, its running stages' data, view, group) at the last poll.
+        self._last: dict[int, tuple[dict[str, Any], tuple[Any, ...], JobView, GroupKey | None]]
+        self._last = {}
+
+    def read(
+        self, also: list[int], by_spark_tag: Mapping[str, str]
+    ) -> list[tuple[JobView, GroupKey | None]]:
+        fed = self._feed.poll(also)
+        running = {int(d["jobId"]) for d in fed if status_is_running(str(d.get("status", "")))}
+        wanted = {int(s) for d in fed if int(d["jobId"]) in running for s in d.get("stageIds", ())}
+        stage_data = {}
+        if wanted:
+            stage_data = {int(d["stageId"]): d for d in self._feed.running_stages(wanted)}
+        if by_spark_tag != self._by_spark_tag:  # a session came or went: regroup
+            self._by_spark_tag, self._last = dict(by_spark_tag), {}
+        last, self._last = self._last, {}
+        read = []
+        for data in fed:
+            job_id = int(data["jobId"])
+            stages: tuple[Any, ...] = ()
+            if job_id in running:
+                stages = tuple(stage_data[s] for s in data.get("stageIds", ()) if s in stage_data)
+            before = last.get(job_id)
+            if before is not None and before[0] == data and before[1] == stages:
+                view, key = before[2], before[3]
+            else:
+                view = parse_job(data, tuple(map(parse_stage, stages)))
+                key = job_group(data, by_spark_tag)
+            self._last[job_id] = (data, stages, view, key)
+            read.append((view, key))
+        return read
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"Spark status unavailable: {text[0] if text else type(exc).__name__}"

@@ -1,0 +1,166 @@
+"""How a cell ends when Spark failed for an expected reason: one line a user can read.
+
+- A cancel (the sidebar, the panel, ``cancel``, the REST relay, ``stop``, the kernel's
+  Interrupt) makes the cell's Spark call fail with a Java or gRPC error of a hundred
+  lines. The cell shows ``JobsCancelled: The Spark jobs of a:4 (job 3) were cancelled
+  from the sidebar.`` (the board knows which groups, jobs and from where; Spark's own
+  ``[SPARK_JOB_CANCELLED] ...`` line when the board knows nothing), and ends with
+  ``KeyboardInterrupt`` when the kernel's Interrupt caused it.
+- A lost driver, a stopped context, a lost Connect server: the session's backend
+  explains it in one line with the way out (``restart``, ``reconnect``).
+- An object made before its session or driver went away (``sessions/gone_objects``): whose it
+  was and what to run again.
+- A column or UDF of the other PySpark flavour: what to do instead.
+- An import of a module only a session's own packages have (``package_hints``).
+
+Every other error keeps its traceback; ``%tb`` still shows the full one of these.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+
+from ..backends.spark_errors import cancellation_line, mixes_flavours
+from ..errors import JobsCancelled, SessionLostError
+from ..kernel import ipykernel_internals
+from ..sessions.gone_objects import OLD_DRIVER, gone_object_line, looks_gone, sessions_used
+from .package_hints import package_hint
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..app import SparkSessionsApp
+
+#: What a cell sees when it hands a column or UDF of one PySpark flavour (classic or
+#: Spark Connect) to a session of the other: PySpark's own messages explain nothing.
+MIXED_FLAVOURS = (
+    "This mixes PySpark's classic and Spark Connect APIs: a column or UDF made in a cell "
+    "bound to one kind of session is used in the other kind. Make it in a cell bound to "
+    "the session that runs it (`%%spark_session NAME`, or after `%spark_session use NAME`)."
+)
+
+
+#: How a cancelled cell names where the cancel came from (``JobBoard.request_cancel``).
+CANCEL_FROM = {
+    "sidebar": "from the sidebar",
+    "panel": "from the panel",
+    "cell": "from the cell's progress view",
+    "relay": "through the REST relay",
+    "magic": "by `%spark_session cancel`",
+    "stop": "by `%spark_session stop`",
+    "interrupt": "by the kernel's Interrupt",
+}
+
+
+def cancel_story(cancels: list[tuple[str, str | None, list[int]]]) -> str:
+    """``The Spark jobs of a:4 (job 3) were cancelled from the sidebar.`` for the
+    groups a cell's cancel reached (``JobBoard.cancels_of_cell``, which leaves out a
+    group that ran nothing): one clause per place the cancels came from."""
+    by_source: dict[str | None, list[str]] = {}
+    for group_id, source, job_ids in cancels:
+        jobs = ""
+        if job_ids:
+            word = "job" if len(job_ids) == 1 else "jobs"
+            jobs = f" ({word} {', '.join(map(str, job_ids))})"
+        by_source.setdefault(source, []).append(f"{group_id}{jobs}")
+    clauses = []
+    for source, groups in by_source.items():
+        where = f" {CANCEL_FROM[source]}" if source in CANCEL_FROM else ""
+        named = ", ".join(groups[:-1]) + " and " + groups[-1] if len(groups) > 1 else groups[0]
+        clauses.append(f"{named} were cancelled{where}")
+    return "The Spark jobs of " + "; ".join(clauses) + "."
+
+
+class CancelledCellErrors:
+    """How the shell shows the errors of Spark calls (wrapping ``showtraceback``)."""
+
+    def __init__(self, shell: InteractiveShell, app: SparkSessionsApp | None = None) -> None:
+        self.shell = shell
+        self.app = app
+        self.registry = app.registry if app else None
+        self.installed = False
+        #: Set by the Interrupt handler while it cancels the running cell.
+        self.interrupted: str | None = None
+
+    def install(self) -> None:
+        """Shorten Spark's errors from now on (at the first managed cell)."""
+        if not self.installed:
+            ipykernel_internals.wrap_showtraceback(self.shell, self._show)
+            self.installed = True
+
+    def _show(self, error: tuple[type[BaseException], BaseException, TracebackType | None]) -> bool:
+        """Show ``error`` in one line if it is expected (a cancellation, a lost driver or
+        server, mixed flavours); False (IPython shows the whole traceback) otherwise."""
+        etype, value, tb = error
+        if isinstance(value, UsageError):  # the magics' own one-line messages
+            return False
+        shown: tuple[type[BaseException], str] | None = None
+        spark_line = cancellation_line(value)
+        if spark_line is not None:
+            story = self._cancels_of_this_cell()
+            shown = (JobsCancelled, story) if story else (etype, spark_line)
+            if self.interrupted is not None:
+                shown = (KeyboardInterrupt, story or f"{self.interrupted} ({spark_line})")
+        elif mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
+            shown = (etype, MIXED_FLAVOURS)
+        elif looks_gone(value):
+            # An object of a session given up first: a live session's backend would
+            # otherwise take its error for its own loss.
+            line = gone_object_line(tb)
+            shown = (SessionLostError, line) if line else self._lost(value, tb)
+            if shown is None and self.app and self.app.context.replaced:
+                shown = (SessionLostError, OLD_DRIVER)
+        elif (hint := package_hint(value, self.registry)) is not None:
+            shown = (ModuleNotFoundError, hint)
+        else:
+            shown = self._lost(value, tb)
+        if shown is None:
+            return False
+        sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %tb
+        ipykernel_internals.show_error(self.shell, *shown)
+        return True
+
+    def _cancels_of_this_cell(self) -> str:
+        if self.app is None:
+            return ""
+        cell = self.app.tagger.current_cell()
+        count = cell[1] if cell else self.shell.execution_count
+        cancels = self.app.board.cancels_of_cell(count)
+        return cancel_story(cancels) if cancels else ""
+
+    def _lost(
+        self, error: BaseException, tb: TracebackType | None
+    ) -> tuple[type[BaseException], str] | None:
+        # The bound session first: its backend knows best whether this is its loss. When
+        # the failed calls show which sessions they used, only those may claim it.
+        if self.registry is None:
+            return None
+        bound = self.registry.find(self.shell.user_ns.get("spark"))
+        names = self.registry.names()
+        if bound is not None:
+            names = [bound.name] + [n for n in names if n != bound.name]
+        used = sessions_used(tb)
+        for name in names:
+            if used and not any(s is self.registry.get(name).session for s in used):
+                continue
+            is_bound = bound is not None and name == bound.name
+            try:
+                line = self.registry.get(name).backend.explain(error, bound=is_bound)
+            except Exception:  # never hide the user's error behind one of ours
+                continue
+            if line:
+                return (SessionLostError, line)
+        return None
+
+    def ended(self, result: Any) -> None:
+        """After the cell: an interrupted cell whose Spark call failed because of the
+        cancel ends with KeyboardInterrupt (the kernel's reply names it)."""
+        interrupted, self.interrupted = self.interrupted, None
+        error = getattr(result, "error_in_exec", None)
+        if interrupted is not None and error is not None and cancellation_line(error):
+            result.error_in_exec = KeyboardInterrupt(interrupted)

@@ -1,0 +1,91 @@
+"""The kernel's Interrupt during a managed cell: cancel that cell's Spark jobs, and
+only those, then end the cell with ``KeyboardInterrupt``.
+
+ipykernel turns SIGINT into ``KeyboardInterrupt`` for the whole execute request (its
+``pre_handler_hook`` installs ``default_int_handler``). Raised while the cell waits on
+the JVM, it breaks PySpark's py4j connection ("Answer from Java side is empty") and
+the job goes on running; raised in a Spark Connect call, it ends the cell with a
+gRPC traceback; PySpark's own handler (replaced by ipykernel's) would cancel every job
+of every session. Instead, while a cell runs, this handler asks the job board to
+cancel the cell's jobs (``JobBoard.request_interrupt``): every job of the cell, in
+whatever session, threads it started with the cell's tags included (the board files
+their jobs under the cell too). When the cell is waiting on Spark (the JVM or the
+Connect server) it returns: the job ends cancelled, the Spark call fails, and
+``cells/error_lines`` ends the cell with ``KeyboardInterrupt`` in one line. Anywhere else it
+raises ``KeyboardInterrupt`` at once, as usual; a second Interrupt always does.
+``SparkSessionsConfig.interrupt_cancels = "all"`` brings PySpark's behaviour back.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from .. import job_tags
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..app import SparkSessionsApp
+    from .error_lines import CancelledCellErrors
+
+
+class CellInterrupts:
+    """SIGINT handling for the cells of one shell (main thread only: signals are
+    delivered there; cells on subshells keep ipykernel's behaviour): the second step
+    of a cell's life (``cells/lifecycle``)."""
+
+    def __init__(
+        self, shell: InteractiveShell, app: SparkSessionsApp, errors: CancelledCellErrors
+    ) -> None:
+        self.shell = shell
+        self.registry = app.registry
+        self.board = app.board
+        self.tagger = app.tagger
+        self.errors = errors
+        self._saved: Any = None
+        self._waiting = False
+
+    def pre_run_cell(self, info: Any) -> None:
+        if not len(self.registry) or threading.current_thread() is not threading.main_thread():
+            return
+        self.errors.install()
+        self._waiting = False
+        self._saved = signal.signal(signal.SIGINT, self._on_interrupt)
+
+    def post_run_cell(self, result: Any) -> None:
+        self.errors.ended(result)
+        if self._saved is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, self._saved)
+            self._saved = None
+
+    def _on_interrupt(self, signum: int, frame: FrameType | None) -> None:
+        board = self.board
+        if self.registry.config.interrupt_cancels == "all":
+            board.request_cancel(everything=True)
+            raise KeyboardInterrupt
+        cell = self.tagger.current_cell()
+        if cell is None or self._waiting:
+            raise KeyboardInterrupt
+        board.request_interrupt(*cell)
+        group = job_tags.group_id(*cell)
+        if _waiting_on_spark(frame):
+            self._waiting = True
+            self.errors.interrupted = f"Interrupted: the Spark jobs of {group} were cancelled"
+            return  # the cancelled Spark call ends the cell
+        raise KeyboardInterrupt
+
+
+#: Where a cell waits on Spark: a py4j call (raising there would leave its connection
+#: half-read) or a Spark Connect call (gRPC's stream, the client's retries).
+_SPARK_CLIENT_MODULES = ("py4j.", "grpc.", "pyspark.sql.connect.client.")
+
+
+def _waiting_on_spark(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(_SPARK_CLIENT_MODULES):
+            return True
+        frame = frame.f_back
+    return False

@@ -1,0 +1,164 @@
+"""The one request handler behind every channel (control channel, comm, magics' peers).
+
+It runs on whatever thread delivered the request (the kernel's control thread, a
+subshell) and must return within milliseconds: it reads the board's latest snapshot
+and records cancel requests; it never calls into Spark itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .. import protocol
+from ..board.job_board import JobBoard
+from ..board.snapshot import BoardSnapshot
+from ..errors import SparkSessionsError, UnknownGroupError, UnknownSessionError
+
+if TYPE_CHECKING:
+    from ..sessions.registry import SessionRegistry
+
+log = logging.getLogger(__name__)
+
+
+class CommLike(Protocol):
+    """What the handler needs of a comm."""
+
+    comm_id: str
+
+    def send(self, data: Any) -> None: ...
+
+
+class RequestHandler:
+    """Validates requests against the protocol and answers them from the job board."""
+
+    def __init__(self, registry: SessionRegistry, board: JobBoard) -> None:
+        self.registry = registry
+        self.board = board
+        self._lock = threading.Lock()
+        self._comms: dict[str, CommLike] = {}
+        self._subscriptions: dict[str, Callable[[], None]] = {}
+
+    def handle(self, message: Any, comm: CommLike | None = None) -> dict[str, Any]:
+        """The reply to one request (never raises: errors become error replies).
+
+        ``comm`` is the comm the request arrived on, if any (``subscribe`` without a
+        ``comm_id`` subscribes that one)."""
+        try:
+            request = protocol.parse_request(message)
+            return self._dispatch(request, comm)
+        except protocol.ProtocolError as exc:
+            return protocol.error_reply(message, exc.code, exc.message)
+        except UnknownGroupError as exc:
+            return protocol.error_reply(message, "unknown_group", str(exc))
+        except UnknownSessionError as exc:
+            return protocol.error_reply(message, "unknown_session", str(exc))
+        except SparkSessionsError as exc:
+            return protocol.error_reply(message, "failed", str(exc))
+        except Exception as exc:  # a bug must not take the control channel down
+            log.exception("request %r failed", message)
+            return protocol.error_reply(message, "internal_error", f"{type(exc).__name__}: {exc}")
+
+    def _dispatch(self, request: protocol.Request, comm: CommLike | None) -> dict[str, Any]:
+        if request.action == "list":
+            return protocol.ok_reply(request, board=self.board.snapshot().to_dict())
+        if request.action == "add":
+            return self._add(request, comm)
+        if request.action == "cancel":
+            outcome = self.board.request_cancel(
+                request.groups,
+                session=request.session,
+                everything=request.all,
+                source=request.source,
+            )
+            return protocol.ok_reply(
+                request, cancelling=list(outcome.cancelling), messages=list(outcome.messages)
+            )
+        target = self._comm_for(request, comm)
+        if request.action == "subscribe":
+            self.subscribe(target)
+            return protocol.ok_reply(
+                request, comm_id=target.comm_id, board=self.board.snapshot().to_dict()
+            )
+        self.unsubscribe(target.comm_id)
+        return protocol.ok_reply(request, comm_id=target.comm_id)
+
+    def _add(self, request: protocol.Request, comm: CommLike | None) -> dict[str, Any]:
+        if comm is None:
+            raise protocol.ProtocolError(
+                "bad_request",
+                "'add' is taken on the comm only: it copies files, and the control channel "
+                "must stay free for cancel and interrupts.",
+            )
+        registry = self.registry
+        assert request.session is not None  # parse_request checked it
+        if request.kind == "file":
+            result = registry.add_file(request.session, request.path, request.alias)
+        elif request.kind == "archive":
+            result = registry.add_archive(request.session, request.path, request.alias)
+        else:
+            if request.alias is not None:
+                raise protocol.ProtocolError("bad_request", "A Python file takes no alias.")
+            result = registry.add_pyfile(request.session, request.path)
+        item = result.artifact
+        return protocol.ok_reply(
+            request,
+            added=result.added,
+            artifact={"name": item.name, "kind": item.kind, "size": item.size, "path": item.path},
+        )
+
+    def _comm_for(self, request: protocol.Request, comm: CommLike | None) -> CommLike:
+        if request.comm_id is None:
+            if comm is None:
+                raise protocol.ProtocolError(
+                    "bad_request", f"{request.action!r} here needs the comm_id of an open comm."
+                )
+            return comm
+        with self._lock:
+            found = self._comms.get(request.comm_id)
+        if found is None:
+            raise protocol.ProtocolError(
+                "unknown_comm", f"No open {protocol.COMM_TARGET!r} comm {request.comm_id!r}."
+            )
+        return found
+
+    # -- comms ---------------------------------------------------------------------------
+
+    def attach_comm(self, comm: CommLike) -> None:
+        """A frontend opened a comm to this project."""
+        with self._lock:
+            self._comms[comm.comm_id] = comm
+
+    def detach_comm(self, comm_id: str) -> None:
+        """The comm closed: forget it and stop pushing to it."""
+        self.unsubscribe(comm_id)
+        with self._lock:
+            self._comms.pop(comm_id, None)
+
+    def subscribe(self, comm: CommLike) -> None:
+        """Push every board change to ``comm`` (from the board's producer thread): the
+        whole board first, then what changed since the last push."""
+        sent: dict[str, Any] | None = None
+
+        def push(snapshot: BoardSnapshot) -> None:
+            nonlocal sent
+            board = snapshot.to_dict()
+            if sent is None:
+                comm.send(protocol.board_update(board))
+            else:
+                comm.send(protocol.board_patch(sent, board))
+            sent = board
+
+        with self._lock:
+            if comm.comm_id in self._subscriptions:
+                return
+            self._comms.setdefault(comm.comm_id, comm)
+            self._subscriptions[comm.comm_id] = self.board.subscribe(push)
+
+    def unsubscribe(self, comm_id: str) -> None:
+        with self._lock:
+            unsubscribe = self._subscriptions.pop(comm_id, None)
+        if unsubscribe is not None:
+            unsubscribe()
