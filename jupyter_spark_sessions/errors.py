@@ -1,11 +1,13 @@
 """The exceptions of jupyter_spark_sessions.
 
-Every class here is a user mistake or an environment problem whose message is one
-complete line: the magics turn them into IPython ``UsageError`` (no traceback). Anything
-else that escapes is a bug and keeps its traceback.
+Every exception the package defines is here. Each is a user mistake or an environment
+problem whose message is one complete line: the magics turn them into IPython
+``UsageError`` (no traceback), the channels into an error reply. Anything else that
+escapes is a bug and keeps its traceback.
 
     SparkSessionsError
     +-- UnknownSessionError      no session of that name (or it was stopped)
+    +-- UnknownGroupError        no job group of that id on the board
     +-- SessionNameError         a name that is badly formed or already used
     +-- ConfError                a --conf that is not KEY=VALUE or that Spark refuses
     +-- NotASparkSessionError    adopting something that is not a SparkSession
@@ -19,6 +21,8 @@ else that escapes is a bug and keeps its traceback.
     +-- PackagesError            a session's packages that cannot be installed
     +-- JobsCancelled            how a cell whose Spark jobs were cancelled ends
     +-- SessionLostError         how a cell ends whose session's driver or server is gone
+    +-- ProtocolError            a request that does not follow the protocol (a code)
+    +-- GatewayRelayError        a Kernel Gateway that could not take a relayed request
 """
 
 from __future__ import annotations
@@ -90,3 +94,24 @@ class JobsCancelled(SparkSessionsError):
 class SessionLostError(SparkSessionsError):
     """The name a cell's one-line error has when its session's Spark driver (or Spark
     Connect server) went away."""
+
+
+class ProtocolError(SparkSessionsError):
+    """A request that does not follow the protocol (``protocol.py``); ``code`` is
+    machine-readable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class GatewayRelayError(SparkSessionsError):
+    """A Kernel Gateway could not take a relayed request: ``status`` and ``code`` are the
+    relay's HTTP status and protocol error code, the message one line saying what is
+    true."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .errors import ProtocolError
+
 PROTOCOL_VERSION = 1
 #: Kernel message types on the control channel (``kernel.sendControlMessage``).
 CONTROL_REQUEST = "spark_sessions_request"
@@ -20,15 +22,6 @@ COMM_TARGET = "jupyter_spark_sessions"
 
 _MAX_ID = 256  # characters in a request id, group id or session name
 _MAX_GROUPS = 1000  # group ids in one cancel request
-
-
-class ProtocolError(Exception):
-    """A request that does not follow the protocol; ``code`` is machine-readable."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * One read of a SparkContext's jobs for the job board, as one JSON reply: one py4j
  * round trip per poll, whatever the number of jobs and stages (read field by field from
  * Python, a poll with 50 running jobs took over 200 round trips, each returned object
- * one more to free it). See jupyter_spark_sessions/backends/classic.py
+ * one more to free it). See jupyter_spark_sessions/backends/job_feed.py
  * (ContextJobFeed), which decides what to ask for.
  *
  * <p>The reply is gzip-compressed JSON in base64: py4j holds a reply over 8 KiB about

@@ -15,7 +15,7 @@ import scala.Option;
  * landed on the Jupyter server's {@code /jobs/}, a page that does not exist. Every other
  * page already follows the proxy's {@code X-Forwarded-Context} header.
  *
- * <p>Made for contexts this project starts (jupyter_spark_sessions/backends/classic.py,
+ * <p>Made for contexts this project starts (jupyter_spark_sessions/backends/context_start.py,
  * {@code start_context}); a context without a UI is left alone. Uses
  * {@code SparkContext.ui()} (private[spark], public in bytecode) and
  * {@code WebUI.detachHandler}/{@code attachHandler}.

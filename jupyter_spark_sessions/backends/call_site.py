@@ -9,7 +9,7 @@ actions only, with a rule that names PySpark's own thread wrapper for jobs of a
 frame (``$anonfun$withThreadLocalCaptured$1 at CompletableFuture.java:1768``).
 ``install`` makes ``SCCallSiteSync`` use ``job_descriptions.call_site`` and puts those
 actions inside it. Private PySpark API: ``SCCallSiteSync``'s ``_context``/``_call_site``
-fields; ``tests/test_descriptions.py`` checks them against the installed PySpark.
+fields; ``tests/test_job_descriptions.py`` checks them against the installed PySpark.
 """
 
 from __future__ import annotations

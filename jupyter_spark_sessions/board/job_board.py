@@ -16,24 +16,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import job_descriptions, job_tags
+from .. import job_tags
 from ..errors import UnknownGroupError, UnknownSessionError
+from .group_records import CellRecord, GroupRecord
 from .snapshot import (
-    FINAL_STATES,
     BoardSnapshot,
     GroupKey,
     GroupView,
     JobView,
     SessionView,
-    TaskCounts,
     group_id_of,
-    group_state,
     lost,
     operation_view,
-    stated_jobs,
 )
 
 if TYPE_CHECKING:
@@ -57,51 +54,6 @@ class SessionSource(Protocol):
     def describe(self, name: str, running_jobs: int | None = None) -> SessionView:
         """How views show session ``name`` (``running_jobs``: when already known)."""
         ...
-
-
-@dataclass
-class _Cell:
-    """A managed cell execution (its jobs may run in several sessions)."""
-
-    description: str = ""
-    depth: int = 0  # > 0 while it runs (a %%spark_session body nests in its cell)
-    #: The cell's code, described (``job_descriptions.first_code_line``: it parses the
-    #: cell, ~1 ms) only once a group of the cell has jobs, on the producer's thread:
-    #: not on every cell's.
-    source: str | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.depth > 0
-
-    def described(self) -> str:
-        if self.source is not None:
-            self.description = self.description or job_descriptions.first_code_line(self.source)
-            self.source = None
-        return self.description
-
-
-@dataclass
-class _Group:
-    """What the board remembers of one group between polls: the jobs of one session
-    started by one cell (``count``), or by none (None: its background group)."""
-
-    session: str
-    count: int | None
-    job_ids: list[int] = field(default_factory=list)
-    operation_ids: list[str] = field(default_factory=list)
-    cancel_requested_at: float | None = None
-    cancel_source: str | None = None  # where the user asked (CancelSource, "stop")
-    cancel_job_ids: frozenset[int] = frozenset()
-    #: Jobs a cancel was sent for (each is sent once; jobs seen later get theirs).
-    cancel_sent: set[JobRef] = field(default_factory=set)
-    #: The last view made of it and what it was made from: most groups do not change
-    #: between two polls, and remaking 1,000 views each poll cost ~25 ms.
-    view: tuple[tuple[Any, ...], GroupView] | None = None
-
-    @property
-    def id(self) -> str:
-        return group_id_of((self.session, self.count))
 
 
 @dataclass(frozen=True)
@@ -143,8 +95,8 @@ class JobBoard:
         self.sessions = sessions
         self.config = config
         self._lock = threading.Lock()
-        self._cells: dict[int, _Cell] = {}
-        self._groups: dict[str, _Group] = {}
+        self._cells: dict[int, CellRecord] = {}
+        self._groups: dict[str, GroupRecord] = {}
         self._jobs: dict[int, JobView] = {}
         self._operations: dict[str, JobView] = {}  # Spark Connect operations by id
         self._operation_numbers = itertools.count(1)  # shown as a Connect job id
@@ -225,7 +177,7 @@ class JobBoard:
         ``<session>:<execution_count>`` of whichever sessions run them. The groups are
         described by ``description``, else by the first line of code of ``source``."""
         with self._lock:
-            cell = self._cells.setdefault(execution_count, _Cell())
+            cell = self._cells.setdefault(execution_count, CellRecord())
             if not cell.description and cell.source is None:
                 cell.description, cell.source = description, (source or None)
             cell.depth += 1
@@ -351,7 +303,7 @@ class JobBoard:
             return operation.id if operation is not None else 0
         return ref
 
-    def _mark_cancelled(self, group: _Group, now: float, source: str | None = None) -> None:
+    def _mark_cancelled(self, group: GroupRecord, now: float, source: str | None = None) -> None:
         # Under _lock. The jobs running now, and any seen later, get a cancel.
         group.cancel_requested_at = group.cancel_requested_at or now
         group.cancel_source = group.cancel_source or source
@@ -360,7 +312,7 @@ class JobBoard:
         ]
         self._cancel_if_requested(group, jobs)
 
-    def _cancel_if_requested(self, group: _Group, jobs: Iterable[JobView]) -> None:
+    def _cancel_if_requested(self, group: GroupRecord, jobs: Iterable[JobView]) -> None:
         # Under _lock: send a cancel for each running job of a cancelled group, once. A
         # stopped session's later jobs too: a query's next job (adaptive execution submits
         # one per stage) may start after the stop's cancel was sent.
@@ -542,55 +494,20 @@ class JobBoard:
                 if self._operations[key].running:
                     self._operations[key] = lost(self._operations[key], now)
 
-    def _group(self, key: GroupKey) -> _Group:
+    def _group(self, key: GroupKey) -> GroupRecord:
         gid = group_id_of(key)
         group = self._groups.get(gid)
         if group is None:
-            group = self._groups[gid] = _Group(*key)
+            group = self._groups[gid] = GroupRecord(*key)
         return group
 
-    def _view(self, group: _Group) -> GroupView:
+    def _view(self, group: GroupRecord) -> GroupView:
         # By id (Spark's submission order), whatever order polls found them in.
         jobs = tuple(self._jobs[i] for i in sorted(group.job_ids) if i in self._jobs) + tuple(
             self._operations[o] for o in group.operation_ids
         )
         cell = self._cells.get(group.count) if group.count is not None else None
-        if cell is not None and jobs:
-            cell.described()  # only groups with jobs are shown
-        # JobViews are immutable and replaced when Spark reports a change, so the
-        # tuple compares by identity in the common case.
-        inputs = (
-            jobs,
-            group.cancel_job_ids,
-            group.cancel_requested_at,
-            cell.description if cell else None,
-            cell.running if cell else False,
-        )
-        if group.view is not None and group.view[0] == inputs:
-            return group.view[1]
-        view = self._make_view(group, jobs, cell)
-        group.view = (inputs, view)
-        return view
-
-    def _make_view(self, group: _Group, jobs: tuple[JobView, ...], cell: _Cell | None) -> GroupView:
-        tasks = sum((j.tasks for j in jobs), TaskCounts())
-        submitted = [j.submitted_at for j in jobs if j.submitted_at is not None]
-        completed = [j.completed_at for j in jobs if j.completed_at is not None]
-        state = group_state(jobs, group.cancel_job_ids, group.cancel_requested_at)
-        return GroupView(
-            id=group.id,
-            session=group.session,
-            execution_count=group.count or 0,
-            description=cell.description if cell else _BACKGROUND_DESCRIPTION,
-            state=state,
-            cell_running=cell.running if cell else False,
-            submitted_at=min(submitted) if submitted else None,
-            completed_at=max(completed) if completed and state in FINAL_STATES else None,
-            cancel_requested_at=group.cancel_requested_at,
-            tasks=tasks,
-            tasks_still_running=sum(j.tasks.active for j in jobs if not j.running),
-            jobs=stated_jobs(jobs, group.cancel_job_ids, group.cancel_requested_at),
-        )
+        return group.view_of(jobs, cell)
 
     def _retain(self, views: list[GroupView]) -> list[GroupView]:
         # Groups that never ran a job are not shown; finished ones are kept up to the
@@ -624,9 +541,6 @@ class JobBoard:
 
 #: How long after a cancel request the producer may poll faster (``winding_down_cancel``).
 _CANCEL_WIND_DOWN_SECONDS = 3.0
-
-#: How the board describes a session's jobs that no managed cell started.
-_BACKGROUND_DESCRIPTION = "jobs started outside a cell bound to this session (threads)"
 
 
 def _with_cancelling(snapshot: BoardSnapshot, group_ids: set[str], now: float) -> BoardSnapshot:

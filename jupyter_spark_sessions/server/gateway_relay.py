@@ -29,16 +29,7 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from .. import protocol
-
-
-class GatewayRelayError(Exception):
-    """The gateway could not take the request: ``status`` and ``code`` are the relay's
-    HTTP status and protocol error code, the message one line saying what is true."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
+from ..errors import GatewayRelayError
 
 
 def enabled() -> bool:

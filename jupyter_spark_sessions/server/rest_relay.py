@@ -28,6 +28,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .. import protocol
+from ..errors import GatewayRelayError, ProtocolError
 from . import gateway_relay
 
 #: Reading and cancelling; ``add`` copies files (comm only), and subscriptions need a
@@ -41,7 +42,7 @@ _MAX_BODY = 1 << 20  # a cancel of 1000 group ids is far below this
 ROUTE = r"/jupyter-spark-sessions/api/kernels/(?P<kernel_id>[\w-]+)/requests"
 
 
-class KernelRequestHandler(APIHandler):
+class ControlRelayHandler(APIHandler):
     """``POST``: one protocol request relayed to the kernel, its reply returned."""
 
     auth_resource = "kernels"
@@ -57,7 +58,7 @@ class KernelRequestHandler(APIHandler):
             return
         try:
             request = protocol.parse_request(message)
-        except protocol.ProtocolError as exc:
+        except ProtocolError as exc:
             self._error(400, message, exc.code, exc.message)
             return
         if request.action not in RELAYED_ACTIONS:
@@ -74,7 +75,7 @@ class KernelRequestHandler(APIHandler):
         if gateway_relay.enabled():
             try:
                 reply = await gateway_relay.relay_through_gateway(kernel_id, message, REPLY_TIMEOUT)
-            except gateway_relay.GatewayRelayError as exc:
+            except GatewayRelayError as exc:
                 self._error(exc.status, message, exc.code, str(exc))
                 return
             no_reply = (
@@ -144,4 +145,4 @@ def load_handlers(server_app: Any) -> None:
     """Add the relay's route to the server."""
     web_app = server_app.web_app
     route = url_path_join(web_app.settings["base_url"], ROUTE)
-    web_app.add_handlers(".*$", [(route, KernelRequestHandler)])
+    web_app.add_handlers(".*$", [(route, ControlRelayHandler)])

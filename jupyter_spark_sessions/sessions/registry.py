@@ -40,6 +40,7 @@ from ..errors import (
 )
 from ..files.archives import ArchiveLimits
 from ..files.artifacts import AddResult, Artifact, SessionArtifacts
+from . import recovery
 from .gone_objects import mark_gone
 from .python_envs import (
     PYTHON_CONF,
@@ -48,12 +49,12 @@ from .python_envs import (
     SessionEnv,
     default_cache_dir,
 )
+from .recovery import RestartReport
 from .release import (
     Release,
     cancel_everything,
     quietly,
     release_at_shutdown,
-    release_quietly,
     wait_for_jobs_to_end,
 )
 from .thread_tagger import ThreadJobTagger
@@ -119,17 +120,6 @@ _CONNECT_SHARES = (
 
 #: What `list` and `info` show about one session: the view every frontend shows.
 SessionInfo = SessionView
-
-
-@dataclass(frozen=True)
-class RestartReport:
-    """What ``restart`` did."""
-
-    master: str
-    recreated: tuple[tuple[str, int], ...]  # (session, files added again)
-    dropped: tuple[str, ...]  # adopted sessions: only their owner can make them again
-    started: bool  # False when the context ran and only sessions needed making again
-    refused: tuple[str, ...] = ()  # files Spark did not take again, one line each
 
 
 class SessionRegistry:
@@ -483,65 +473,14 @@ class SessionRegistry:
         adopted classic sessions (their owner made them). Connect sessions are untouched."""
         with self._lock:
             on_context = [m for m in self._sessions.values() if m.backend.on_shared_context]
-        broken = [m for m in on_context if m.backend.problem()]
-        master, started = self.context.restart(sessions_broken=bool(broken))
-        if started:  # all of the old context's (``problem`` may not know it died yet)
-            broken = on_context
-        recreated, dropped, refused = [], [], []
-        for managed in broken:
-            mark_gone(
-                managed.session,
-                f"session '{managed.name}' as it was before "
-                "`%spark_session restart` (its SparkContext is gone)",
-            )
-            if managed.origin == "adopted":
-                self._unregister(managed)
-                dropped.append(managed.name)
-                continue
-            backend = self.context.create_session(
-                managed.name, managed.settings, share=managed.share
-            )
-            backend.watch(self.board.operation_sink(managed.name))
-            managed.backend = backend
-            try:
-                managed.artifacts.register_again(backend.add_artifact)
-            except ArtifactError as exc:  # the session is back; say which file is not
-                refused.append(str(exc))
-            recreated.append((managed.name, len(managed.artifacts.list())))
-        self.board.wake_now()
-        return RestartReport(master, tuple(recreated), tuple(dropped), started, tuple(refused))
+        return recovery.restart(on_context, self.context, self.board, self._unregister)
 
     def reconnect(self, name: str) -> ManagedSession:
         """Make Connect session ``name`` again on its server (after the server was lost
         or restarted; ``--remote local``: on a new local server if ours died), with its
         settings and its files; its old server session is released if still there."""
         managed = self.get(name)
-        if managed.backend.on_shared_context:
-            raise ConnectError(
-                f"'{name}' is a classic session: `%spark_session restart` makes classic "
-                "sessions again after their driver was lost."
-            )
-        if managed.origin == "adopted":
-            raise ConnectError(
-                f"'{name}' was adopted: make the session again yourself, then "
-                f"`%spark_session stop {name}` and `%spark_session adopt {name} VARIABLE`."
-            )
-        old = managed.backend
-        # --remote local: our server, or a new one if it died (on another port).
-        assert managed.remote is not None  # a created Connect session
-        backend = self.connect_endpoints.create_session(managed.remote, name, managed.settings)
-        try:
-            managed.artifacts.register_again(backend.add_artifact)
-        except BaseException:
-            backend.release(quick=True)
-            raise
-        old.stopping()
-        mark_gone(old.session, f"session '{name}' as it was before `%spark_session reconnect`")
-        backend.watch(self.board.operation_sink(name))
-        managed.backend = backend
-        # The old server session (if the server still knows it) goes in the background.
-        threading.Thread(target=release_quietly, args=(old,), daemon=True).start()
-        self.board.wake_now()
+        recovery.reconnect(managed, self.connect_endpoints, self.board)
         return managed
 
     def _unregister(self, managed: ManagedSession) -> None:

@@ -46,14 +46,14 @@ class Release:
         self._done.set()
 
 
-class ManagedSession(Protocol):
-    """What releasing needs of a registry entry (``registry.ManagedSession``)."""
+class Releasable(Protocol):
+    """What releasing needs of a registry entry (``registry.ManagedSession`` is one)."""
 
     name: str
     backend: SessionBackend
 
 
-def wait_for_jobs_to_end(managed: ManagedSession, timeout: float, quiet: float = 0.0) -> None:
+def wait_for_jobs_to_end(managed: Releasable, timeout: float, quiet: float = 0.0) -> None:
     """Until no job of the session has run for ``quiet`` seconds (a query's next job
     starts a moment after its previous one ends), or ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -72,21 +72,21 @@ def wait_for_jobs_to_end(managed: ManagedSession, timeout: float, quiet: float =
         time.sleep(0.05)
 
 
-def cancel_everything(managed: ManagedSession) -> None:
+def cancel_everything(managed: Releasable) -> None:
     # The kernel is going away: also the RDD jobs of the session's cells.
     managed.backend.cancel_session()
     managed.backend.cancel_tag(job_tags.session_tag(managed.name))
 
 
-def release_at_shutdown(managed: ManagedSession, deadline: float) -> None:
-    def release(m: ManagedSession) -> None:
+def release_at_shutdown(managed: Releasable, deadline: float) -> None:
+    def release(m: Releasable) -> None:
         wait_for_jobs_to_end(m, max(0.0, deadline - time.monotonic()))
         m.backend.release(quick=True)
 
     quietly(managed, "releasing", release)
 
 
-def quietly(managed: ManagedSession, what: str, action: Callable[[ManagedSession], None]) -> None:
+def quietly(managed: Releasable, what: str, action: Callable[[Releasable], None]) -> None:
     try:
         action(managed)
     except Exception:
