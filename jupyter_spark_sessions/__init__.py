@@ -142,7 +142,7 @@ def load_ipython_extension(ip: Any) -> None:
     progress = CellProgressViews(ip, app, tagging)
     lifecycle = CellLifecycle(
         ip,
-        (tagging, interrupts, progress),  # the order cell_lifecycle.py explains
+        (tagging, interrupts, progress),  # the order cells/lifecycle.py explains
         on_register=progress.follow_board,
         on_unregister=progress.leave_board,
     )

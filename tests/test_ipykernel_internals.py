@@ -41,18 +41,18 @@ def test_comm_messages_are_handled_on_the_subshell_they_arrive_on(routing: str) 
         assert params == ["self", "data", "default"]
         assert routed is True
         assert comm._reply_subshell_for({"x": 1}, "subshell-7") == "subshell-7"
-        assert ipykernel.version_info[:2] >= (7, 4), "panel.py's version check"
+        assert ipykernel.version_info[:2] >= (7, 4), "magics/panel.py's version check"
     elif routing == "ipykernel-routes-by-subshell-header":
         # Nothing to override, and nothing needed: the panel keeps its usual note.
         assert routed is False
         assert not hasattr(comm, "_reply_subshell_for")
-        assert ipykernel.version_info[:2] < (7, 4), "panel.py's version check"
+        assert ipykernel.version_info[:2] < (7, 4), "magics/panel.py's version check"
     else:
         pytest.fail(
             f"ipykernel {ipykernel.__version__} routes comm messages in a way this "
             "package does not know: check whether a panel click during a busy cell still "
             "runs on its subshell (tests/test_job_board_kernel.py) and update "
-            "ipykernel_internals.route_comm_messages_to_sender and panel.py"
+            "ipykernel_internals.route_comm_messages_to_sender and magics/panel.py"
         )
 
 

@@ -29,7 +29,7 @@ from jupyter_spark_sessions.board.snapshot import (
 )
 from jupyter_spark_sessions.cells import error_lines
 from jupyter_spark_sessions.config import SparkSessionsConfig
-from jupyter_spark_sessions.errors import UnknownSessionError
+from jupyter_spark_sessions.errors import ProtocolError, UnknownSessionError
 from jupyter_spark_sessions.files.artifacts import AddResult, Artifact
 from jupyter_spark_sessions.kernel.channels import KernelChannels
 from jupyter_spark_sessions.kernel.request_handler import RequestHandler
@@ -480,7 +480,7 @@ def test_good_requests_are_accepted_by_both(message: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("message", BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
 def test_bad_requests_are_rejected_by_both(message: Any) -> None:
-    with pytest.raises(protocol.ProtocolError):
+    with pytest.raises(ProtocolError):
         protocol.parse_request(message)
     assert errors(message, "Request")
 

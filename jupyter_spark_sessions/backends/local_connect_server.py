@@ -89,7 +89,7 @@ class LocalConnectServer:
             "spark.connect.grpc.binding.port": str(port),
         }
         # The UI on a port chosen here, so that the views can link it (through the
-        # Jupyter server: spark_ui.py); the user's own port wins.
+        # Jupyter server: magics/spark_ui.py); the user's own port wins.
         ui_url = ""
         if conf.get("spark.ui.enabled", "true").lower() != "false":
             ui_port = int(conf.get("spark.ui.port", "0") or 0) or _free_port()

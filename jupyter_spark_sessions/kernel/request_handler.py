@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import protocol
 from ..board.job_board import JobBoard
 from ..board.snapshot import BoardSnapshot
-from ..errors import SparkSessionsError, UnknownGroupError, UnknownSessionError
+from ..errors import ProtocolError, SparkSessionsError, UnknownGroupError, UnknownSessionError
 
 if TYPE_CHECKING:
     from ..sessions.registry import SessionRegistry
@@ -49,7 +49,7 @@ class RequestHandler:
         try:
             request = protocol.parse_request(message)
             return self._dispatch(request, comm)
-        except protocol.ProtocolError as exc:
+        except ProtocolError as exc:
             return protocol.error_reply(message, exc.code, exc.message)
         except UnknownGroupError as exc:
             return protocol.error_reply(message, "unknown_group", str(exc))
@@ -87,7 +87,7 @@ class RequestHandler:
 
     def _add(self, request: protocol.Request, comm: CommLike | None) -> dict[str, Any]:
         if comm is None:
-            raise protocol.ProtocolError(
+            raise ProtocolError(
                 "bad_request",
                 "'add' is taken on the comm only: it copies files, and the control channel "
                 "must stay free for cancel and interrupts.",
@@ -100,7 +100,7 @@ class RequestHandler:
             result = registry.add_archive(request.session, request.path, request.alias)
         else:
             if request.alias is not None:
-                raise protocol.ProtocolError("bad_request", "A Python file takes no alias.")
+                raise ProtocolError("bad_request", "A Python file takes no alias.")
             result = registry.add_pyfile(request.session, request.path)
         item = result.artifact
         return protocol.ok_reply(
@@ -112,14 +112,14 @@ class RequestHandler:
     def _comm_for(self, request: protocol.Request, comm: CommLike | None) -> CommLike:
         if request.comm_id is None:
             if comm is None:
-                raise protocol.ProtocolError(
+                raise ProtocolError(
                     "bad_request", f"{request.action!r} here needs the comm_id of an open comm."
                 )
             return comm
         with self._lock:
             found = self._comms.get(request.comm_id)
         if found is None:
-            raise protocol.ProtocolError(
+            raise ProtocolError(
                 "unknown_comm", f"No open {protocol.COMM_TARGET!r} comm {request.comm_id!r}."
             )
         return found

@@ -20,7 +20,7 @@ from ..backends.scheduler_pools import PoolShare
 from ..board.snapshot import FINAL_STATES, GroupView, SessionView
 from ..cells.run_in_session import run_cell_in
 from ..cells.tagging import CellJobTagging
-from ..errors import SparkSessionsError
+from ..errors import ProtocolError, SparkSessionsError
 from ..files.artifacts import AddResult
 from ..sessions.gone_objects import MAKE_AGAIN
 from ..sessions.python_envs import Requirements, SessionEnv, requirements
@@ -339,7 +339,7 @@ class SparkSessionMagics(Magics):
                 {"version": protocol.PROTOCOL_VERSION, "action": "cancel"}
                 | {k: v for k, v in request.items() if v is not None}
             )
-        except protocol.ProtocolError:
+        except ProtocolError:
             raise UsageError(
                 "Usage: %spark_session cancel GROUP_ID ... | --session NAME | --all "
                 "(exactly one of them)."
