@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 import zipfile
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from jupyter_spark_sessions.backends import (
     driver_jar,
     job_feed,
     scheduler_pools,
+    spark_objects,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -397,6 +399,273 @@ def test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group(
             continue
     assert daemons, "the context does not run jupyter_spark_sessions.backends.spark_daemon"
     assert all(os.getpgid(p.pid) != kernel_group for p in daemons)
+
+
+def test_session_of_reads_the_session_pysparks_dataframes_hold(root: Any) -> None:
+    # backends/spark_objects.session_of reads PySpark's private `_session` of a DataFrame
+    # (classic and Connect): sessions/gone_objects names a gone session's objects by it.
+    from pyspark.sql.connect import plan
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+    from jupyter_spark_sessions.backends.spark_errors import error_chain
+    from jupyter_spark_sessions.sessions import gone_objects
+
+    session = classic.new_isolated_session(root, {})
+    df = session.range(3).filter("id > 0")
+    assert spark_objects.SESSION_ATTRIBUTE in vars(df), (
+        "PySpark's classic DataFrame no longer keeps its session in _session: "
+        "fix backends/spark_objects.session_of"
+    )
+    assert spark_objects.session_of(df) is session
+    assert spark_objects.session_of(df.select("id")) is session
+    assert spark_objects.session_of(session) is session
+    assert spark_objects.session_of(df.id) is None, "a column holds no session"
+    stand_in = object()  # a Connect DataFrame made without a server
+    connect_df = ConnectDataFrame(plan.Range(0, 1, 1), session=stand_in)  # type: ignore[arg-type]
+    assert spark_objects.session_of(connect_df) is stand_in, (
+        "PySpark's Connect DataFrame no longer keeps its session in _session: "
+        "fix backends/spark_objects.session_of"
+    )
+
+    # spark_objects.is_lost_connection: py4j's error for a JVM that is gone counts; a
+    # Java exception from the live JVM does not.
+    from py4j.protocol import Py4JNetworkError
+
+    assert spark_objects.is_lost_connection(Py4JNetworkError("Answer from Java side is empty"))
+    with pytest.raises(Exception, match="not a number") as java_error:  # PySpark's own kind
+        root.sparkContext._jvm.java.lang.Integer.parseInt("not a number")
+    assert not any(
+        spark_objects.is_lost_connection(error) for error in error_chain(java_error.value)
+    )
+
+    def fail(frame: Any) -> None:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    def traceback_using(frame: Any) -> Any:
+        try:
+            fail(frame)
+        except ConnectionRefusedError:
+            return sys.exc_info()[2]
+        raise AssertionError("did not fail")
+
+    gone_objects.mark_gone(session, "session 'probe', which `%spark_session stop` ended")
+    assert gone_objects.gone_object_line(traceback_using(df)) == (
+        "This DataFrame belongs to session 'probe', which `%spark_session stop` ended: "
+        "run the cells that made it again."
+    )
+
+
+def test_classic_jobs_are_named_after_the_users_line(root: Any, tmp_path: Path) -> None:
+    # backends/call_site: PySpark's SCCallSiteSync (collect) takes our call site, and
+    # the actions that set none (count, the writers) are wrapped in it, class-wide.
+    import importlib
+
+    import pyspark.traceback_utils
+
+    from jupyter_spark_sessions.backends import call_site
+
+    session = classic.new_isolated_session(root, {})
+    classic.ClassicBackend(session, "names", isolated=True)  # installs the hook
+    assert call_site.install()
+    assert getattr(pyspark.traceback_utils.SCCallSiteSync.__init__, call_site._MARK, False)
+    for module_name, class_name, methods in call_site._UNNAMED_ACTIONS:
+        owner = getattr(importlib.import_module(module_name), class_name)
+        for name in methods:
+            assert getattr(getattr(owner, name), call_site._MARK, False), (
+                f"{module_name}.{class_name}.{name} is not wrapped: its jobs get JVM names"
+            )
+    sc = root.sparkContext
+    reader = job_feed.JobStatusReader(sc)
+    first = reader.read((), 0, 0)["total"]
+    here = os.path.abspath(__file__)
+    df = session.range(0, 4, 1, 2)
+    _, count_line = df.count(), sys._getframe().f_lineno
+    _, collect_line = df.collect(), sys._getframe().f_lineno
+    out = str(tmp_path / "out")
+    _, write_line = df.write.parquet(out), sys._getframe().f_lineno
+    expected = {
+        f"count at {here}:{count_line}",
+        f"collect at {here}:{collect_line}",
+        f"parquet at {here}:{write_line}",
+    }
+    total = reader.read((), 0, 0)["total"]
+    assert total > first
+    deadline = time.monotonic() + 20
+    jobs = reader.read((), first, 100)["jobs"]
+    # Spark's status store learns of the jobs from its asynchronous listener bus.
+    while {job["jobId"] for job in jobs} != set(range(first, total)):
+        assert time.monotonic() < deadline, jobs
+        time.sleep(0.05)
+        jobs = reader.read((), first, 100)["jobs"]
+    assert {job["name"] for job in jobs} == expected
+
+
+def test_pysparks_builders_return_the_bound_session_from_getorcreate(root: Any) -> None:
+    # backends/builder_binding wraps both builders' getOrCreate and reads their private
+    # _options.
+    import pyspark.sql.connect.session
+    import pyspark.sql.session
+    from pyspark.sql import SparkSession
+
+    from jupyter_spark_sessions.backends import builder_binding
+
+    for module in (pyspark.sql.session, pyspark.sql.connect.session):
+        builder = module.SparkSession.builder.config("spark.sql.shuffle.partitions", "7")
+        assert builder._options == {"spark.sql.shuffle.partitions": "7"}, module.__name__
+        assert callable(module.SparkSession.Builder.getOrCreate), module.__name__
+    session = classic.new_isolated_session(root, {})
+    builder_binding.bind(session, "probe", connect=False)
+    try:
+        got = SparkSession.builder.config("spark.sql.shuffle.partitions", "7").getOrCreate()
+        assert got is session
+        assert session.conf.get("spark.sql.shuffle.partitions") == "7"
+    finally:
+        builder_binding.unbind(session)
+    assert SparkSession.builder.getOrCreate() is not session, "PySpark's own, unbound"
+
+
+def test_python_workers_run_the_kernels_interpreter(root: Any) -> None:
+    # context_start sets PYSPARK_PYTHON (setdefault) before the context starts; PySpark
+    # gives it to the workers it starts (SparkContext.pythonExec).
+    from pyspark.sql.functions import udf
+
+    assert os.environ.get("PYSPARK_PYTHON") == sys.executable
+    assert root.sparkContext.pythonExec == sys.executable, (
+        "PySpark no longer takes its workers' Python from PYSPARK_PYTHON"
+    )
+    session = classic.new_isolated_session(root, {})
+    (row,) = session.range(1).select(udf(lambda _: sys.executable, "string")("id")).collect()
+    assert row[0] == sys.executable
+
+
+def test_the_jvm_gets_the_environment_set_around_its_launch_and_the_kernel_keeps_its_own(
+    root: Any,
+) -> None:
+    # PySpark gives the JVM it launches a copy of os.environ; start_context sets
+    # SPARK_LOCAL_IP and SPARK_SUBMIT_OPTS there only around the launch.
+    jvm = root.sparkContext._jvm
+    if "SPARK_LOCAL_IP" not in os.environ:  # the user's would be kept
+        assert jvm.System.getenv("SPARK_LOCAL_IP") == "127.0.0.1"
+    quiet = context_start.quiet_logging_env({"spark.ui.enabled": "false"})
+    if quiet:  # no log4j configuration of the user's
+        uri = context_start.LOG_CONFIG.as_uri()
+        assert jvm.System.getProperty("log4j2.configurationFile") == uri
+        assert uri not in os.environ.get("SPARK_SUBMIT_OPTS", ""), "restored"
+    assert "-Djava.io.tmpdir=" + jvm.System.getProperty("java.io.tmpdir") not in (
+        os.environ.get("SPARK_SUBMIT_OPTS", "")
+    ), "restored"
+
+
+def test_py4j_reports_a_dead_jvm_through_the_root_logger_we_filter(root: Any) -> None:
+    # driver.drop_py4j_tracebacks_of_a_dead_jvm filters the root logger: py4j logs the
+    # failed send there (logging.exception, not its own logger).
+    import inspect
+    import logging
+
+    from py4j.java_gateway import GatewayClient
+
+    client = root.sparkContext._gateway._gateway_client
+    assert type(client).send_command is GatewayClient.send_command
+    source = "".join(inspect.getsource(GatewayClient.send_command).split())
+    assert 'logging.exception("Exceptionwhilesendingcommand.")' in source, (
+        "py4j logs a dead JVM's send error elsewhere: update driver._DeadJvmLogFilter"
+    )
+    assert driver._DEAD_JVM_LOG_FILTER in logging.getLogger().filters
+    record = logging.LogRecord(
+        "root", logging.ERROR, __file__, 1, "Exception while sending command.", None, None
+    )
+    assert driver._DEAD_JVM_LOG_FILTER.filter(record) is True, "the JVM runs: kept"
+
+
+def test_the_ui_root_redirect_finds_the_spark_ui_members_it_uses(root: Any) -> None:
+    # jss.UiRootRedirect calls SparkContext.ui() and the UI's detach/attachHandler; made
+    # here on a context without a UI, it links against them and changes nothing.
+    sc = root.sparkContext
+    gateway, jvm = sc._gateway, sc._jvm
+
+    def types(*names: str) -> Any:
+        array = gateway.new_array(jvm.java.lang.Class, len(names))
+        for index, name in enumerate(names):
+            array[index] = jvm.java.lang.Class.forName(name)
+        return array
+
+    web_ui = jvm.java.lang.Class.forName("org.apache.spark.ui.WebUI")
+    assert web_ui.isAssignableFrom(jvm.java.lang.Class.forName("org.apache.spark.ui.SparkUI"))
+    web_ui.getMethod("detachHandler", types("java.lang.String"))
+    servlet = "jakarta.servlet.http.HttpServlet"
+    web_ui.getMethod("attachHandler", types("java.lang.String", servlet, "java.lang.String"))
+    jvm.java.lang.Class.forName("org.apache.spark.SparkContext").getMethod("ui", types())
+    assert sc._jsc.sc().ui().isEmpty()  # spark.ui.enabled=false
+    assert driver_jar.instance(sc, "jss.UiRootRedirect") is not None
+
+
+def test_grpc_reads_its_fork_support_switch_from_the_variable_we_set() -> None:
+    # jupyter_spark_sessions/__init__.py sets GRPC_ENABLE_FORK_SUPPORT=false at
+    # %load_ext; gRPC reads it when imported (a fresh process each: it is read once).
+    import subprocess
+
+    probe = "from grpc._cython import cygrpc; print(cygrpc.is_fork_support_enabled())"
+    seen = {
+        value: subprocess.run(
+            [sys.executable, "-c", probe],
+            env={**os.environ, "GRPC_ENABLE_FORK_SUPPORT": value},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout.strip()
+        for value in ("false", "true")
+    }
+    assert seen == {"false": "False", "true": "True"}, (
+        "gRPC no longer reads GRPC_ENABLE_FORK_SUPPORT: see jupyter_spark_sessions/__init__.py"
+    )
+
+
+def test_ipython_shows_each_cells_error_through_the_showtraceback_we_wrap() -> None:
+    # ipykernel_internals.wrap_showtraceback replaces the shell's showtraceback, which
+    # IPython calls for a cell's error; show_error calls ipykernel's _showtraceback.
+    import inspect
+
+    from ipykernel.zmqshell import ZMQInteractiveShell
+    from IPython.core.interactiveshell import InteractiveShell
+
+    parameters = inspect.signature(InteractiveShell.showtraceback).parameters
+    assert list(parameters)[:2] == ["self", "exc_tuple"] and "exception_only" in parameters
+    assert "self.showtraceback(running_compiled_code=True)" in inspect.getsource(
+        InteractiveShell.run_code
+    )
+    assert list(inspect.signature(ZMQInteractiveShell._showtraceback).parameters) == [
+        "self",
+        "etype",
+        "evalue",
+        "stb",
+    ]
+
+
+def test_ipykernel_puts_keyboard_interrupt_on_sigint_around_each_request() -> None:
+    # cells/interrupt replaces the SIGINT handler during a cell and puts back the one
+    # it found: ipykernel's default_int_handler, set around each shell request.
+    import inspect
+    import signal
+
+    from ipykernel.kernelbase import Kernel
+
+    assert "self.pre_handler_hook()" in inspect.getsource(Kernel.dispatch_shell)
+    assert "self.post_handler_hook()" in inspect.getsource(Kernel.dispatch_shell)
+
+    class StandIn:
+        saved_sigint_handler: Any = None
+
+    kernel = StandIn()
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        Kernel.pre_handler_hook(kernel)  # type: ignore[arg-type]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a cell's handler meanwhile
+        Kernel.post_handler_hook(kernel)  # type: ignore[arg-type]
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def thread_artifact_state_is_empty(sc: Any) -> bool:

@@ -7,7 +7,8 @@ the cell gets one line saying whose the object was and what to run again.
 
 The registry marks each session object it gives up (``mark_gone``); a failed cell's
 traceback is searched for the object it used (a frame's ``self`` or locals: a session,
-or an object holding one in its ``_session``, as PySpark's DataFrames do).
+or an object holding one, as PySpark's DataFrames do: ``backends/spark_objects.session_of``).
+PySpark's and py4j's own names are read in ``backends/`` only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import weakref
 from types import TracebackType
 
 from ..backends.spark_errors import error_chain
+from ..backends.spark_objects import is_lost_connection, session_of
 
 #: Text of the errors PySpark raises on an object whose session or driver is gone.
 _GONE_MARKS = (
@@ -63,10 +65,8 @@ def _story_of(session: object) -> str | None:
 def looks_gone(error: BaseException) -> bool:
     """True when ``error`` (or its cause) is how PySpark fails on a gone driver or
     session, not a mistake in the user's code."""
-    from py4j.protocol import Py4JNetworkError
-
     return any(
-        isinstance(current, (ConnectionError, EOFError, Py4JNetworkError))
+        is_lost_connection(current)
         # a stopped classic context's _jsc
         or (isinstance(current, AttributeError) and "'NoneType' object" in str(current))
         or any(mark in str(current) for mark in _GONE_MARKS)
@@ -76,8 +76,9 @@ def looks_gone(error: BaseException) -> bool:
 
 def _used_sessions(tb: TracebackType | None) -> list[tuple[object, object]]:
     """(object, its session) for each session the traceback's calls used: a frame's
-    local that is a session, or a PySpark object holding one in its ``_session`` (a
-    DataFrame). Never a cell's or module's namespace, which holds every variable."""
+    local that is a session, or a PySpark object holding one (a DataFrame: see
+    ``backends/spark_objects.session_of``). Never a cell's or module's namespace, which holds
+    every variable."""
     found: list[tuple[object, object]] = []
     while tb is not None:
         frame = tb.tb_frame
@@ -85,12 +86,9 @@ def _used_sessions(tb: TracebackType | None) -> list[tuple[object, object]]:
         if frame.f_locals is frame.f_globals:
             continue
         for value in list(frame.f_locals.values()):
-            if type(value).__name__ == "SparkSession":
-                found.append((value, value))
-            elif type(value).__module__.startswith("pyspark."):
-                held = getattr(value, "__dict__", {}).get("_session")
-                if held is not None:
-                    found.append((value, held))
+            session = session_of(value)
+            if session is not None:
+                found.append((value, session))
     return found
 
 
