@@ -53,6 +53,7 @@ def on(sc: RecordingContext) -> ClassicBackend:
     backend.session = SimpleNamespace(sparkContext=sc, _jsparkSession=None)
     backend._artifact_state = None
     backend.pool = None
+    backend.name = "recorded"  # bound for getOrCreate (builder_binding) as it tags
     return backend
 
 

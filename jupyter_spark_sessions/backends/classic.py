@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
 from ..job_tags import session_tag
-from . import api_flavour, call_site, cell_scope, scheduler_pools
+from . import api_flavour, builder_binding, call_site, cell_scope, scheduler_pools
 from .base import BackendKind, JobRef, OperationSink
 from .driver import (
     context_is_stopped,
@@ -365,12 +365,14 @@ class ClassicBackend:
         # In PySpark (one per process), what getActiveSession() returns.
         applied.python_active_before = SparkSession._activeSession  # private
         SparkSession._activeSession = self.session
+        builder_binding.bind(self.session, self.name, connect=False)  # getOrCreate()
         applied.flavour_before = api_flavour.use(connect=False)
         return applied
 
     def untag_thread(self, applied: _ThreadTags) -> None:
         from pyspark.sql import SparkSession
 
+        builder_binding.unbind(self.session)
         sc = self.sc
         if not reachable(sc) or not applied.tags_set:  # stopped or lost meanwhile
             return

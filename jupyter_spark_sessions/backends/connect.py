@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
-from . import api_flavour, scheduler_pools
+from . import api_flavour, builder_binding, scheduler_pools
 from .base import BackendKind, JobRef, OperationReport, OperationSink
 from .connect_endpoint import Endpoint, reachable, redact
 from .connect_tls import check_token_transport
@@ -527,10 +527,12 @@ class ConnectBackend:
 
     def tag_thread(self, tags: tuple[str, ...]) -> tuple[tuple[str, ...], Any, str | None]:
         add_tags(self.session, tags)
+        builder_binding.bind(self.session, self.name, connect=True)  # getOrCreate()
         return tags, set_active_session(self.session), api_flavour.use(connect=True)
 
     def untag_thread(self, applied: tuple[tuple[str, ...], Any, str | None]) -> None:
         tags, active_before, flavour_before = applied
+        builder_binding.unbind(self.session)
         remove_tags(self.session, tags)
         restore_active_session(active_before)
         api_flavour.restore(flavour_before)
