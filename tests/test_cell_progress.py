@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from board_helpers import session_view
 from test_protocol_schema import errors, wire
 
 from jupyter_spark_sessions.board.snapshot import (
@@ -66,16 +67,7 @@ def group(jobs: tuple[JobView, ...], state: str, cell_running: bool, count: int 
 
 
 def session() -> SessionView:
-    return SessionView(
-        name="a",
-        origin="created",
-        backend="classic",
-        master="local[2]",
-        session_id="s-1",
-        isolated=True,
-        directory="/tmp/a",
-        ui_url="http://127.0.0.1:4040",
-    )
+    return session_view("a", session_id="s-1", directory="/tmp/a", ui_url="http://127.0.0.1:4040")
 
 
 def snapshot(*groups: GroupView) -> BoardSnapshot:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from e2e.gateway import KernelGateway
+from e2e.gateway import KernelGateway, lab_behind
 from e2e.lab import LabServer
+from e2e.waiting import running
 from test_server_relay import cancel_a_busy_cell_through_the_relay, relay
 
 from kernel_driver import Kernel
@@ -19,18 +20,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGateway]:
-    gateway = KernelGateway(tmp_path_factory.mktemp("gateway"))
-    yield gateway
-    gateway.stop()
+    with running(KernelGateway(tmp_path_factory.mktemp("gateway"))) as gateway:
+        yield gateway
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, gateway: KernelGateway) -> Iterator[LabServer]:
-    base = tmp_path_factory.mktemp("gateway-lab")
-    (base / "root").mkdir()
-    server = LabServer(base / "root", extra_args=gateway.server_args())
-    yield server
-    server.stop()
+    with running(lab_behind(gateway, tmp_path_factory.mktemp("gateway-lab"))) as server:
+        yield server
 
 
 def start_kernel(lab: LabServer, gateway: KernelGateway) -> tuple[str, Kernel]:

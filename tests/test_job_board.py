@@ -5,10 +5,10 @@ produces (the kernel tests prove the real thing)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from board_helpers import FakeSessions, make_board, session_view
 
 from jupyter_spark_sessions.backends import connect
 from jupyter_spark_sessions.backends.base import OperationReport
@@ -38,29 +38,6 @@ def job_data(
     return data
 
 
-@dataclass(frozen=True)
-class _Backend:
-    name: str
-
-
-class FakeSessions:
-    """The board's ``SessionSource``: names and (inert) backends."""
-
-    def __init__(self, *names: str) -> None:
-        self._names = list(names)
-
-    def names(self) -> list[str]:
-        return list(self._names)
-
-    def backend(self, name: str) -> _Backend:
-        if name not in self._names:
-            raise UnknownSessionError(f"No session named '{name}'.")
-        return _Backend(name)
-
-    def describe(self, name: str, running_jobs: int | None = None) -> Any:
-        raise AssertionError("the board itself never describes sessions")
-
-
 def pending(board: JobBoard) -> list[tuple[object, ...]]:
     """The queued cancels: (session, "jobs", ids), (session, "session") or
     (session, "tag", tag)."""
@@ -76,10 +53,6 @@ def pending(board: JobBoard) -> list[tuple[object, ...]]:
 
 
 SPARK_TAGS = {"spark-session-A": "a", "spark-session-B": "b"}
-
-
-def make_board(*names: str, retained: int = 50) -> JobBoard:
-    return JobBoard(FakeSessions(*names), SparkSessionsConfig(retained_groups=retained))  # type: ignore[arg-type]
 
 
 def feed(board: JobBoard, *jobs: dict[str, Any]) -> BoardSnapshot:
@@ -419,18 +392,7 @@ def test_a_threads_first_job_after_its_cell_ended_keeps_the_cells_description() 
 
 
 def _view(name: str, disconnected: str = "") -> Any:
-    from jupyter_spark_sessions.board.snapshot import SessionView
-
-    return SessionView(
-        name=name,
-        origin="created",
-        backend="classic",
-        master="local[2]",
-        session_id="x",
-        isolated=True,
-        directory="/tmp/x",
-        disconnected=disconnected,
-    )
+    return session_view(name, session_id="x", directory="/tmp/x", disconnected=disconnected)
 
 
 def test_a_lost_driver_ends_its_sessions_running_groups_as_lost() -> None:

@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 
 import pytest
+from board_helpers import make_board, session_view
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
@@ -28,31 +29,12 @@ from jupyter_spark_sessions.board.snapshot import (
     TaskCounts,
 )
 from jupyter_spark_sessions.cells import error_lines
-from jupyter_spark_sessions.config import SparkSessionsConfig
-from jupyter_spark_sessions.errors import ProtocolError, UnknownSessionError
+from jupyter_spark_sessions.errors import ProtocolError
 from jupyter_spark_sessions.files.artifacts import AddResult, Artifact
 from jupyter_spark_sessions.kernel.channels import KernelChannels
 from jupyter_spark_sessions.kernel.request_handler import RequestHandler
 
 # -- the objects under test: the one place to update when their constructors change --
-
-
-class FakeSessions:
-    """The board's source of sessions (names and inert backends)."""
-
-    def __init__(self, *names: str) -> None:
-        self._names = list(names)
-
-    def names(self) -> list[str]:
-        return list(self._names)
-
-    def backend(self, name: str) -> object:
-        if name not in self._names:
-            raise UnknownSessionError(f"No session named '{name}'.")
-        return object()
-
-    def describe(self, name: str, running_jobs: int | None = None) -> Any:
-        raise AssertionError("the board itself never describes sessions")
 
 
 class FakeRegistry:
@@ -74,9 +56,10 @@ def _added(name: str, kind: Any, added: bool = True) -> AddResult:
 
 
 def make_handler() -> tuple[RequestHandler, JobBoard]:
-    """The real handler and board over fake sessions (as tests/test_job_board.py builds
-    a board), showing one running group (etl:12) and one that succeeded (etl:13)."""
-    board = JobBoard(FakeSessions("etl"), SparkSessionsConfig())  # type: ignore[arg-type]
+    """The real handler and board over fake sessions (board_helpers.make_board, as
+    tests/test_job_board.py builds its boards), showing one running group (etl:12) and
+    one that succeeded (etl:13)."""
+    board = make_board("etl")
     handler = RequestHandler(FakeRegistry(), board)  # type: ignore[arg-type]
     board.cell_started("etl", 12, "df.count()")
     jobs = [_job(31, "RUNNING"), _job(32, "SUCCEEDED")]
@@ -127,14 +110,12 @@ def _job(job_id: int, status: str) -> JobView:
 
 
 def _session() -> SessionView:
-    return SessionView(
-        name="etl",
-        origin="created",
+    return session_view(
+        "etl",
+        session_id="9f2d",
+        directory="/tmp/etl-9f2d",
         backend="connect",
         master="sc://localhost:15002",
-        session_id="9f2d",
-        isolated=True,
-        directory="/tmp/etl-9f2d",
         disconnected="localhost:15002 unreachable: connection refused",
         files=(FileView("lookup.csv", "file", 512), FileView("deps", "archive", 4096)),
         running_jobs=1,
@@ -488,7 +469,7 @@ def test_bad_requests_are_rejected_by_both(message: Any) -> None:
 def test_patches_rebuild_every_board_a_real_sequence_of_changes_makes() -> None:
     # Groups appear, change, get a first job late (so the order changes), end, and
     # drop off the end of the retained list; sessions change; the error comes and goes.
-    board = JobBoard(FakeSessions("etl"), SparkSessionsConfig(retained_groups=2))  # type: ignore[arg-type]
+    board = make_board("etl", retained=2)
     boards = [wire(board.snapshot().to_dict())]
 
     def update(jobs: list[JobView], keys: dict[int, Any], error: str = "") -> None:

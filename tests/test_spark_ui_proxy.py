@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import free_port
+from e2e.waiting import stop_process, wait_for_server, wait_until
 
 from jupyter_spark_sessions.magics import spark_ui
 from kernel_driver import Kernel
@@ -87,11 +88,10 @@ class JupyterServer:
         self.log_path = base / "jupyter-server.log"
         self._log = open(self.log_path, "w")  # noqa: SIM115
         self.process = subprocess.Popen(command, env=env, stdout=self._log, stderr=self._log)
-        deadline = time.monotonic() + 90
-        while self.request("GET", "api/status", fail_ok=True).status != 200:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"jupyter server did not start: see {self.log_path}")
-            time.sleep(0.5)
+        wait_for_server(self.process, self._answers, "jupyter server", self.log_path, 90, 0.5)
+
+    def _answers(self) -> bool:
+        return self.request("GET", "api/status").status == 200
 
     def request(
         self,
@@ -100,7 +100,6 @@ class JupyterServer:
         token: str | None = "",
         body: Any = None,
         headers: dict[str, str] | None = None,
-        fail_ok: bool = False,
     ) -> Reply:
         """One HTTP request to ``path`` (under the base URL, or absolute when it starts
         with "/"), with the server's token unless ``token`` is None; redirects are not
@@ -115,10 +114,6 @@ class JupyterServer:
             connection.request(method, target, body=data, headers=sent)
             response = connection.getresponse()
             return Reply(response.status, response.headers, response.read())
-        except OSError:
-            if fail_ok:
-                return Reply(0, http.client.HTTPMessage(), b"")
-            raise
         finally:
             connection.close()
 
@@ -130,12 +125,7 @@ class JupyterServer:
     def stop(self) -> None:
         for kernel in self.api("GET", "api/kernels"):
             self.api("DELETE", f"api/kernels/{kernel['id']}")
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self._log.close()
+        stop_process(self.process, self._log)
 
 
 @dataclass
@@ -160,9 +150,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RanJob]:
         connection_file = server.runtime_dir / f"kernel-{kernel_id}.json"
         # The server says "starting" until a frontend connects: wait for the file only
         # (attach retries until the kernel answers).
-        deadline = time.monotonic() + 60
-        while not connection_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(connection_file.exists, 60, 0.1)
         kernel = Kernel.attach(str(connection_file))
         kernel.ok("%load_ext jupyter_spark_sessions\n%spark_session create a")
         kernel.ok("%%spark_session a\nspark.range(0, 1000, 1, 4).selectExpr('sum(id)').collect()")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from .lab import LabServer, NotebookServer, browser_page
+from .waiting import running
 
 # Notebook 7's kernels keep Spark's UI on: its sidebar test follows the UI links.
 SPARK_UI_KERNEL_CONFIG = (
@@ -19,9 +20,8 @@ SPARK_UI_KERNEL_CONFIG = (
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    server = LabServer(tmp_path_factory.mktemp("lab"))
-    yield server
-    server.stop()
+    with running(LabServer(tmp_path_factory.mktemp("lab"))) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +34,9 @@ def page(lab: LabServer) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NotebookServer]:
-    server = NotebookServer(
-        tmp_path_factory.mktemp("notebook7"), kernel_config=SPARK_UI_KERNEL_CONFIG
-    )
-    yield server
-    server.stop()
+    root = tmp_path_factory.mktemp("notebook7")
+    with running(NotebookServer(root, kernel_config=SPARK_UI_KERNEL_CONFIG)) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

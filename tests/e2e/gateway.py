@@ -9,12 +9,12 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .lab import KERNEL_CONFIG, free_port
+from .lab import KERNEL_CONFIG, LabServer, free_port
+from .waiting import stop_process, wait_for_server, wait_until
 
 
 class KernelGateway:
@@ -51,17 +51,11 @@ class KernelGateway:
         self.process = subprocess.Popen(
             command, env=env, cwd=base, stdout=self.log, stderr=self.log
         )
-        deadline = time.monotonic() + 60
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the kernel gateway exited: see {self.log.name}")
-            try:
-                self.api("GET", "/api")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
+        wait_for_server(self.process, self._answers, "the kernel gateway", self.log.name, 60, 0.3)
+
+    def _answers(self) -> bool:
+        self.api("GET", "/api")
+        return True
 
     def server_args(self) -> tuple[str, ...]:
         """The Jupyter server options that send its kernels to this gateway."""
@@ -78,17 +72,15 @@ class KernelGateway:
     def connection_file(self, kernel_id: str, timeout: float = 30) -> Path:
         """The connection file of the gateway's kernel ``kernel_id``, once written."""
         path = self.runtime_dir / f"kernel-{kernel_id}.json"
-        deadline = time.monotonic() + timeout
-        while not path.exists():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no {path}: see {self.log.name}")
-            time.sleep(0.1)
+        if not wait_until(path.exists, timeout, 0.1):
+            raise TimeoutError(f"no {path}: see {self.log.name}")
         return path
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.log.close()
+        stop_process(self.process, self.log)
+
+
+def lab_behind(gateway: KernelGateway, base: Path) -> LabServer:
+    """A JupyterLab serving ``base``/root whose kernels ``gateway`` runs."""
+    (base / "root").mkdir()
+    return LabServer(base / "root", extra_args=gateway.server_args())

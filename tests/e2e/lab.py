@@ -10,12 +10,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from .waiting import stop_process, wait_for_server
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -116,19 +117,11 @@ class LabServer:
             command.append("--allow-root")
         self.log = open(root.parent / f"jupyter-{self.app}.log", "w")  # noqa: SIM115
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
-        self._wait_ready()
+        wait_for_server(self.process, self._answers, f"jupyter {self.app}", self.log.name, 90, 0.5)
 
-    def _wait_ready(self, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"jupyter {self.app} exited: see {self.log.name}")
-            try:
-                self.api("GET", "/api/status")
-                return
-            except OSError:
-                time.sleep(0.5)
-        raise TimeoutError(f"jupyter {self.app} did not start")
+    def _answers(self) -> bool:
+        self.api("GET", "/api/status")
+        return True
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         """Call the server's REST API with the token."""
@@ -171,12 +164,7 @@ class LabServer:
     def stop(self) -> None:
         for kernel in self.api("GET", "/api/kernels"):
             self.api("DELETE", f"/api/kernels/{kernel['id']}")
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.log.close()
+        stop_process(self.process, self.log)
 
 
 class NotebookServer(LabServer):

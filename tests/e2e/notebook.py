@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .lab import LabServer
+
 SETUP_CELL = "%load_ext jupyter_spark_sessions\n%spark_session create a\n%spark_session create b"
 
 # Session b: an RDD job of ~20 s in a background thread, so a's cell can run meanwhile.
@@ -34,12 +36,18 @@ spark.range(0, 2, 1, 1).select(_sleepy("id")).collect()"""
 
 B_RESULT_CELL = "b_thread.join(120)\nprint('b result:', b_result)"
 
+# Both sessions, b's background job, a's busy cell (index 2), then b's result (3).
+TWO_SESSIONS_CELLS = [SETUP_CELL, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL]
 
-def open_notebook(page: Any, url: str, token: str, name: str, app: str = "lab") -> None:
-    """Open a notebook in JupyterLab (``app="lab"``) or Notebook 7 (``"notebook"``)
-    and wait for its kernel."""
+
+def open_notebook(
+    page: Any, server: LabServer, name: str, cells: list[str], app: str = "lab"
+) -> None:
+    """Save ``cells`` as the notebook ``name`` on ``server``, open it in JupyterLab
+    (``app="lab"``) or Notebook 7 (``"notebook"``) and wait for its kernel."""
+    server.write_notebook(name, cells)
     path = f"lab/tree/{name}" if app == "lab" else f"notebooks/{name}"
-    page.goto(f"{url}/{path}?token={token}")
+    page.goto(f"{server.url}/{path}?token={server.token}")
     page.locator(".jp-Notebook").wait_for(timeout=60_000)
     # JupyterLab may ask which kernel to start: the notebook's own (python3).
     select = page.locator(".jp-Dialog button", has_text="Select")
@@ -98,6 +106,14 @@ def open_sidebar_notebook7(page: Any) -> Any:
         page.locator(".lm-Menu-itemLabel", has_text="Show Spark Sessions").first.click()
     page.locator(SIDEBAR).wait_for(state="visible", timeout=10_000)
     return page.locator(SIDEBAR)
+
+
+def wait_for_sessions(sidebar: Any, *names: str) -> None:
+    """Wait until the sidebar lists each session of ``names``."""
+    for name in names:
+        sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
+            timeout=120_000
+        )
 
 
 def assert_inside(inner: Any, outer: Any) -> None:

@@ -61,8 +61,7 @@ def check_cell_progress(server: LabServer, page: Any, app: str) -> None:
     with its own server: one Playwright per module)."""
     name = f"progress-{app}.ipynb"
     cells = [SETUP_CELL, B_BACKGROUND_CELL, A_PROGRESS_CELL, B_RESULT_CELL, A_SHORT_CELL]
-    server.write_notebook(name, cells)
-    open_notebook(page, server.url, server.token, name, app=app)
+    open_notebook(page, server, name, cells, app=app)
     run_all(page)
 
     view = cell_output(page, 2).locator(VIEW)

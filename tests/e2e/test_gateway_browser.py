@@ -9,19 +9,18 @@ from typing import Any
 
 import pytest
 
-from .gateway import KernelGateway
+from .gateway import KernelGateway, lab_behind
 from .lab import LabServer, browser_page, save_screenshot
 from .notebook import (
-    A_LONG_CELL,
-    B_BACKGROUND_CELL,
-    B_RESULT_CELL,
-    SETUP_CELL,
+    TWO_SESSIONS_CELLS,
     cell_output,
     open_notebook,
     open_sidebar,
     rerun_after_run_all_stopped,
     run_all,
+    wait_for_sessions,
 )
+from .waiting import running
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
@@ -29,12 +28,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.spark]
 @pytest.fixture(scope="module")
 def gateway_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     base = tmp_path_factory.mktemp("gateway")
-    gateway = KernelGateway(base)
-    (base / "root").mkdir()
-    server = LabServer(base / "root", extra_args=gateway.server_args())
-    yield server
-    server.stop()
-    gateway.stop()
+    with running(KernelGateway(base)) as gateway, running(lab_behind(gateway, base)) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +42,10 @@ def test_sidebar_behind_a_gateway_lists_sessions_and_cancels_a_busy_cell(
     gateway_lab: LabServer, gateway_page: Any
 ) -> None:
     lab, page = gateway_lab, gateway_page
-    lab.write_notebook("gateway.ipynb", [SETUP_CELL, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL])
-    open_notebook(page, lab.url, lab.token, "gateway.ipynb")
+    open_notebook(page, lab, "gateway.ipynb", TWO_SESSIONS_CELLS)
     sidebar = open_sidebar(page)
     run_all(page)
-    for name in ("a", "b"):
-        sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
-            timeout=120_000
-        )
+    wait_for_sessions(sidebar, "a", "b")
     group_a = sidebar.locator("[data-testid='jss-group'][data-group='a:3']")
     group_a.locator("[data-testid='jss-stage-progress'][data-active='1']").first.wait_for(
         timeout=120_000

@@ -14,11 +14,8 @@ import pytest
 
 from .lab import NotebookServer, save_screenshot
 from .notebook import (
-    A_LONG_CELL,
-    B_BACKGROUND_CELL,
-    B_RESULT_CELL,
-    SETUP_CELL,
     SIDEBAR,
+    TWO_SESSIONS_CELLS,
     assert_inside,
     cell_output,
     open_notebook,
@@ -26,6 +23,7 @@ from .notebook import (
     rerun_after_run_all_stopped,
     run_all,
     run_cell,
+    wait_for_sessions,
 )
 from .test_cell_progress_browser import check_cell_progress
 
@@ -38,18 +36,13 @@ def test_notebook7_sidebar_lists_sessions_and_cancels_a_busy_cells_group(
     notebook7: NotebookServer, notebook7_page: Any
 ) -> None:
     page = notebook7_page
-    cells = [SETUP_CELL, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL]
-    notebook7.write_notebook("nb7.ipynb", cells)
-    open_notebook(page, notebook7.url, notebook7.token, "nb7.ipynb", app="notebook")
+    open_notebook(page, notebook7, "nb7.ipynb", TWO_SESSIONS_CELLS, app="notebook")
     sidebar = open_sidebar_notebook7(page)
     assert sidebar.locator("[data-testid='jss-notebook']").inner_text() == "nb7.ipynb"
     assert sidebar.locator("[data-testid='jss-kernel']").inner_text() == "Python 3 (ipykernel)"
 
     run_all(page)  # the last cell waits for b: it runs after the cancel, queued
-    for name in ("a", "b"):
-        sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
-            timeout=120_000
-        )
+    wait_for_sessions(sidebar, "a", "b")
     group_a = sidebar.locator("[data-testid='jss-group'][data-group='a:3'][data-state='running']")
     group_a.wait_for(timeout=120_000)
     group_b = sidebar.locator("[data-testid='jss-group'][data-group='b:2']")
@@ -101,8 +94,8 @@ def test_notebook7_shows_a_kernel_without_the_extension_at_once(
     notebook7: NotebookServer, notebook7_page: Any
 ) -> None:
     page = notebook7_page
-    notebook7.write_notebook("plain7.ipynb", ["x = 1", "%load_ext jupyter_spark_sessions"])
-    open_notebook(page, notebook7.url, notebook7.token, "plain7.ipynb", app="notebook")
+    cells = ["x = 1", "%load_ext jupyter_spark_sessions"]
+    open_notebook(page, notebook7, "plain7.ipynb", cells, app="notebook")
     started = time.monotonic()  # the kernel is up (open_notebook waited for it)
     # The first test left the sidebar open on nb7.ipynb's page: it opens by itself on
     # this notebook's page too (issue 28, 9: it had to be opened again).

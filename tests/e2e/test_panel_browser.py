@@ -30,8 +30,7 @@ SEVEN_COUNTS_CELL = (
 
 def test_panel_cancel_reaches_the_busy_kernel(lab: LabServer, page: Any) -> None:
     cells = [SETUP_CELL, "%spark_session panel", B_BACKGROUND_CELL, A_LONG_CELL]
-    lab.write_notebook("panel.ipynb", [*cells, B_RESULT_CELL, SEVEN_COUNTS_CELL])
-    open_notebook(page, lab.url, lab.token, "panel.ipynb")
+    open_notebook(page, lab, "panel.ipynb", [*cells, B_RESULT_CELL, SEVEN_COUNTS_CELL])
     # Run the first four cells; the fifth waits for b's thread after the cancel.
     run_all(page)
     # The panel's button (the in-cell view under the busy cell has a Cancel too).

@@ -23,6 +23,7 @@ from .notebook import (
     rerun_after_run_all_stopped,
     run_all,
     run_cell,
+    wait_for_sessions,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
@@ -96,8 +97,7 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
         LOOP_CELL,
         KILL_DRIVER_CELL,
     ]
-    lab.write_notebook("sidebar.ipynb", cells)
-    open_notebook(page, lab.url, lab.token, "sidebar.ipynb")
+    open_notebook(page, lab, "sidebar.ipynb", cells)
     sidebar = open_sidebar(page)
     empty = sidebar.locator("[data-testid='jss-empty']")
     empty.filter(has_text="%load_ext jupyter_spark_sessions").wait_for(timeout=30_000)
@@ -106,10 +106,7 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     assert sidebar.locator("[data-testid='jss-kernel']").inner_text() == "Python 3 (ipykernel)"
 
     run_all(page)  # the last cell waits for b: it runs after the cancel, queued
-    for name in ("a", "b"):
-        sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
-            timeout=120_000
-        )
+    wait_for_sessions(sidebar, "a", "b")
     group_a = sidebar.locator("[data-testid='jss-group'][data-state='running']").filter(
         has_text="a:3"
     )
@@ -192,10 +189,7 @@ def test_a_dead_driver_then_a_kernel_restart_then_a_long_cell(lab: LabServer, pa
     sidebar.locator("[data-testid='jss-empty']").wait_for(timeout=60_000)
     assert sidebar.locator("[data-testid='jss-session']").count() == 0
     run_cell(page, 0)
-    for name in ("a", "b"):
-        sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
-            timeout=120_000
-        )
+    wait_for_sessions(sidebar, "a", "b")
     status.and_(page.locator("[data-status='ready']")).wait_for(timeout=10_000)
 
     # A long cell (issue 28, 9): the sidebar lists its running job and counts the others
