@@ -160,7 +160,7 @@ LOWEST_TESTS := tests/test_ipykernel_internals.py tests/test_private_api_fallbac
 	tests/test_sessions_kernel.py tests/test_artifacts_kernel.py \
 	tests/test_job_board_kernel.py tests/test_server_relay.py \
 	tests/test_recovery_kernel.py tests/test_cell_progress.py tests/test_cell_progress_kernel.py \
-	tests/test_job_descriptions.py tests/test_job_descriptions_kernel.py
+	tests/test_job_descriptions.py tests/test_job_descriptions_kernel.py tests/test_builder_binding_kernel.py
 # The smoke subset: which ipykernel routing is in force, the private-API fallbacks, the
 # panel, isolated sessions and their same-named files, a busy cell cancelled from the
 # control channel and from the panel, the demo that watches and cancels. On local[2]
