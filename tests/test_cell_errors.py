@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 from jupyter_spark_sessions.backends.spark_errors import cancellation_line
+from jupyter_spark_sessions.cells.error_lines import CancelledCellErrors
 
 JAVA = (
     "An error occurred while calling o71.collectToPython.\n"
@@ -60,3 +64,117 @@ def test_a_cancel_story_names_groups_jobs_and_where_the_cancel_came_from() -> No
     )
     # A cancel that found no job yet still names its group.
     assert cancel_story([("a:4", None, [])]) == "The Spark jobs of a:4 were cancelled."
+
+
+# -- CancelledCellErrors: which cell a cancel belongs to, and the kernel's reply ---------
+
+Cancels = dict[int, list[tuple[str, str | None, list[int]]]]
+INTERRUPTED = "Interrupted: the Spark jobs of a:7 were cancelled"
+
+
+class _Board:
+    def __init__(self, cancels: Cancels) -> None:
+        self.cancels = cancels
+
+    def cancels_of_cell(self, count: int) -> list[tuple[str, str | None, list[int]]]:
+        return self.cancels.get(count, [])
+
+
+class _Tagger:
+    def current_cell(self) -> tuple[str, int] | None:
+        return None  # a %%spark_session body's tags are gone when its error is shown
+
+
+class _App:
+    def __init__(self, board: _Board) -> None:
+        self.board = board
+        self.tagger = _Tagger()
+        self.registry = None
+
+
+class _Shell:
+    """What CancelledCellErrors uses of IPython's shell. IPython >= 9.8 has already
+    counted the running cell: ``execution_count`` is the next one's."""
+
+    def __init__(self) -> None:
+        self.execution_count = 8
+        self.user_ns: dict[str, object] = {}
+        self.shown: list[tuple[str, str]] = []
+        self.tracebacks = 0
+
+    def showtraceback(self, exc_tuple: object = None, *args: object, **kwargs: object) -> None:
+        self.tracebacks += 1  # IPython's whole traceback
+
+    def _showtraceback(self, etype: type, text: str, lines: list[str]) -> None:
+        self.shown.append((etype.__name__, text))
+
+
+class _Result:
+    def __init__(self, error: BaseException) -> None:
+        self.error_in_exec: BaseException | None = error
+
+
+def _errors(cancels: Cancels) -> tuple[CancelledCellErrors, _Shell]:
+    """Errors of a shell whose cell 7 runs (its session scope already left)."""
+    shell = _Shell()
+    errors = CancelledCellErrors(shell, _App(_Board(cancels)))  # type: ignore[arg-type]
+    errors.install()
+    errors.cell_started(7)
+    return errors, shell
+
+
+def _raised(error: BaseException) -> tuple[type[BaseException], BaseException, Any]:
+    try:
+        raise error
+    except BaseException as caught:
+        return type(caught), caught, caught.__traceback__
+
+
+def test_a_cancel_is_told_for_the_cell_that_ran_after_its_session_scope_ended() -> None:
+    errors, shell = _errors({7: [("a:7", "sidebar", [5])]})
+    spark_error = RuntimeError(JAVA)
+    shell.showtraceback(_raised(spark_error))
+    line = "The Spark jobs of a:7 (job 5) were cancelled from the sidebar."
+    assert shell.shown == [("JobsCancelled", line)] and shell.tracebacks == 0
+    # The kernel's reply (ename, evalue) says the same; %tb keeps Spark's error.
+    result = _Result(spark_error)
+    errors.ended(result)
+    assert type(result.error_in_exec).__name__ == "JobsCancelled"
+    assert str(result.error_in_exec) == line
+    assert result.error_in_exec.__cause__ is spark_error
+
+
+def test_an_interrupt_raised_at_once_names_the_spark_jobs_it_cancelled() -> None:
+    # The cell waited on a thread it started: KeyboardInterrupt came at once, and the
+    # job the cell had running was cancelled.
+    errors, shell = _errors({7: [("a:7", "interrupt", [3])]})
+    errors.interrupted = INTERRUPTED
+    shell.showtraceback(_raised(KeyboardInterrupt()))
+    line = "The Spark jobs of a:7 (job 3) were cancelled by the kernel's Interrupt."
+    assert shell.shown == [("KeyboardInterrupt", line)]
+    result = _Result(KeyboardInterrupt())
+    errors.ended(result)
+    assert str(result.error_in_exec) == line and errors.interrupted is None
+
+
+def test_an_interrupt_of_pure_python_keeps_its_traceback() -> None:
+    errors, shell = _errors({7: [("a:7", "interrupt", [])]})  # no job was running
+    errors.interrupted = INTERRUPTED
+    shell.showtraceback(_raised(KeyboardInterrupt()))
+    assert shell.shown == [] and shell.tracebacks == 1
+
+
+def test_a_subshells_cell_is_not_the_interrupted_one() -> None:
+    errors, shell = _errors({})
+    errors.interrupted = INTERRUPTED  # the main shell's cell was interrupted
+
+    def subshell_cell() -> None:
+        errors.cell_started(9)
+        shell.showtraceback(_raised(RuntimeError(JAVA)))
+        errors.ended(_Result(RuntimeError(JAVA)))
+
+    thread = threading.Thread(target=subshell_cell)
+    thread.start()
+    thread.join()
+    assert shell.shown == [("RuntimeError", cancellation_line(RuntimeError(JAVA)))]
+    assert errors.interrupted == INTERRUPTED  # still the main shell's

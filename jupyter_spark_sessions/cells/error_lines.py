@@ -19,6 +19,7 @@ Every other error keeps its traceback; ``%tb`` still shows the full one of these
 from __future__ import annotations
 
 import sys
+import threading
 import traceback
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -84,8 +85,19 @@ class CancelledCellErrors:
         self.app = app
         self.registry = app.registry if app else None
         self.installed = False
-        #: Set by the Interrupt handler while it cancels the running cell.
+        #: Set by the Interrupt handler (main thread) when it cancels the running cell.
         self.interrupted: str | None = None
+        # Per thread that runs cells (the main shell, each subshell): the running
+        # cell's count, and the one line its error was shown as.
+        self._cell = threading.local()
+
+    def cell_started(self, count: int) -> None:
+        """Cell ``count`` (as frontends show it) begins on this thread: its cancelled
+        groups are looked up by it, also once the session it ran in is no longer the
+        thread's (a ``%%spark_session`` body's tags are gone before IPython shows the
+        error that ended it)."""
+        self._cell.count = count
+        self._cell.shown = None
 
     def install(self) -> None:
         """Shorten Spark's errors from now on (at the first managed cell)."""
@@ -104,8 +116,16 @@ class CancelledCellErrors:
         if spark_line is not None:
             story = self._cancels_of_this_cell()
             shown = (JobsCancelled, story) if story else (etype, spark_line)
-            if self.interrupted is not None:
-                shown = (KeyboardInterrupt, story or f"{self.interrupted} ({spark_line})")
+            if (interrupted := self._interrupted()) is not None:
+                shown = (KeyboardInterrupt, story or f"{interrupted} ({spark_line})")
+            self._cell.shown = shown
+        elif isinstance(value, KeyboardInterrupt) and self._interrupted() is not None:
+            # The Interrupt found the cell waiting on something else than Spark (a
+            # thread it started, say): KeyboardInterrupt came at once, and the Spark jobs
+            # the cell had running were cancelled. Pure Python code keeps its traceback.
+            story = self._cancels_of_this_cell(with_jobs=True)
+            shown = (KeyboardInterrupt, story) if story else None
+            self._cell.shown = shown
         elif mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
             shown = (etype, MIXED_FLAVOURS)
         elif looks_gone(value):
@@ -125,12 +145,24 @@ class CancelledCellErrors:
         ipykernel_internals.show_error(self.shell, *shown)
         return True
 
-    def _cancels_of_this_cell(self) -> str:
+    def _interrupted(self) -> str | None:
+        # Signals reach the main thread only: a subshell's cell was not interrupted.
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        return self.interrupted
+
+    def _cancels_of_this_cell(self, with_jobs: bool = False) -> str:
+        """The cancel story of the cell this thread runs (``with_jobs``: only if a
+        cancel reached a job of it the board had seen)."""
         if self.app is None:
             return ""
-        cell = self.app.tagger.current_cell()
-        count = cell[1] if cell else self.shell.execution_count
+        count: int | None = getattr(self._cell, "count", None)
+        if count is None:  # (a cell that began before the extension was loaded)
+            cell = self.app.tagger.current_cell()
+            count = cell[1] if cell else self.shell.execution_count
         cancels = self.app.board.cancels_of_cell(count)
+        if with_jobs and not any(job_ids for _, _, job_ids in cancels):
+            return ""
         return cancel_story(cancels) if cancels else ""
 
     def _lost(
@@ -158,9 +190,20 @@ class CancelledCellErrors:
         return None
 
     def ended(self, result: Any) -> None:
-        """After the cell: an interrupted cell whose Spark call failed because of the
-        cancel ends with KeyboardInterrupt (the kernel's reply names it)."""
-        interrupted, self.interrupted = self.interrupted, None
+        """After the cell: the kernel's reply names a cancelled cell's error as its one
+        line does (``JobsCancelled``, or ``KeyboardInterrupt`` when the kernel's
+        Interrupt caused it), with the same text."""
+        shown: tuple[type[BaseException], str] | None = getattr(self._cell, "shown", None)
+        self._cell.count = self._cell.shown = None
+        interrupted = None
+        if threading.current_thread() is threading.main_thread():
+            interrupted, self.interrupted = self.interrupted, None
         error = getattr(result, "error_in_exec", None)
-        if interrupted is not None and error is not None and cancellation_line(error):
+        if error is None:
+            return
+        if shown is not None and shown[0] in (JobsCancelled, KeyboardInterrupt):
+            replacement = shown[0](shown[1])
+            replacement.__cause__ = error  # what %tb shows stays Spark's own error
+            result.error_in_exec = replacement
+        elif interrupted is not None and cancellation_line(error):
             result.error_in_exec = KeyboardInterrupt(interrupted)

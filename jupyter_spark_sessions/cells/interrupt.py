@@ -12,7 +12,9 @@ whatever session, threads it started with the cell's tags included (the board fi
 their jobs under the cell too). When the cell is waiting on Spark (the JVM or the
 Connect server) it returns: the job ends cancelled, the Spark call fails, and
 ``cells/error_lines`` ends the cell with ``KeyboardInterrupt`` in one line. Anywhere else it
-raises ``KeyboardInterrupt`` at once, as usual; a second Interrupt always does.
+raises ``KeyboardInterrupt`` at once, as usual (a cell waiting on a thread it started whose
+Spark job the Interrupt cancelled ends in that one line too; pure Python code keeps its
+traceback); a second Interrupt always does.
 ``SparkSessionsConfig.interrupt_cancels = "all"`` brings PySpark's behaviour back.
 """
 
@@ -24,6 +26,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .. import job_tags
+from .tagging import count_of_cell
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -49,6 +52,7 @@ class CellInterrupts:
         self._waiting = False
 
     def pre_run_cell(self, info: Any) -> None:
+        self.errors.cell_started(count_of_cell(self.shell, info))
         if not len(self.registry) or threading.current_thread() is not threading.main_thread():
             return
         self.errors.install()
@@ -71,9 +75,10 @@ class CellInterrupts:
             raise KeyboardInterrupt
         board.request_interrupt(*cell)
         group = job_tags.group_id(*cell)
+        # The cell's error says which of its Spark jobs the Interrupt cancelled.
+        self.errors.interrupted = f"Interrupted: the Spark jobs of {group} were cancelled"
         if _waiting_on_spark(frame):
             self._waiting = True
-            self.errors.interrupted = f"Interrupted: the Spark jobs of {group} were cancelled"
             return  # the cancelled Spark call ends the cell
         raise KeyboardInterrupt
 

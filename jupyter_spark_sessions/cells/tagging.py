@@ -47,9 +47,7 @@ class CellJobTagging:
         self._untag_ended_cell()  # if the event loop has not yet
         local = self._pushed
         local.value = None
-        counted = COUNTED_BEFORE_PRE_RUN_CELL and getattr(info, "store_history", True)
-        count = self.shell.execution_count - (1 if counted else 0)  # the In [N] shown
-        local.count = count
+        local.count = count_of_cell(self.shell, info)
         local.source = getattr(info, "raw_cell", "")  # described by the board, if shown
         if not len(self.registry):
             return  # nothing managed: no cost on cells
@@ -116,6 +114,14 @@ class CellJobTagging:
             # the next one) says so in one line; anything else is worth a warning.
             level = logging.DEBUG if raised_by_a_gone_driver(exc) else logging.WARNING
             log.log(level, "could not remove this cell's Spark job tags (%s)", type(exc).__name__)
+
+
+def count_of_cell(shell: InteractiveShell, info: Any) -> int:
+    """In ``pre_run_cell``: the execution count of the cell about to run, as frontends
+    show it (``In [N]``): the count its job groups carry."""
+    counted = COUNTED_BEFORE_PRE_RUN_CELL and getattr(info, "store_history", True)
+    count: int = shell.execution_count - (1 if counted else 0)
+    return count
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
