@@ -161,3 +161,94 @@ def test_a_forward_that_fails_does_not_stop_the_reading() -> None:
     stderr.thread.join(5)
     assert not stderr.thread.is_alive()
     assert sum(len(c) for c in calls) == 256 * 1024
+
+
+# -- a task that failed with a Python exception (issue 39) ----------------------------
+
+#: As Spark 4.3 logged a UDF's ZeroDivisionError on local[2] (stacks shortened).
+PYTHON_TASK_FAILED = (
+    b"26/12/03 18:53:25 ERROR Executor: Exception in task 1.0 in stage 9.0 (TID 201)\n"
+    b"org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] An exception was "
+    b"thrown from the Python worker: Traceback (most recent call last):\n"
+    b'  File "/tmp/ipykernel_14634/3087684853.py", line 2, in <lambda>\n'
+    b"ZeroDivisionError: division by zero\n"
+    b" SQLSTATE: 38000\n"
+    b"\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException"
+    b"(PythonRunner.scala:1097)\n"
+    b"\tat org.apache.spark.executor.Executor$TaskRunner.run(Executor.scala:906)\n"
+    b"\tat java.base/java.lang.Thread.run(Thread.java:840)\n"
+)
+OTHER_TASK_FAILED = PYTHON_TASK_FAILED.replace(b"task 1.0", b"task 0.0").replace(
+    b"TID 201", b"TID 200"
+)
+JOB_ABORTED = (
+    b"26/12/03 18:53:25 ERROR TaskSetManager: Task 1 in stage 9.0 failed 1 times; aborting job\n"
+)
+#: A task that failed in the JVM: the cell's error says it too, but it is no Python error.
+JVM_TASK_FAILED = (
+    b"26/12/03 18:54:00 ERROR Executor: Exception in task 0.0 in stage 12.0 (TID 300)\n"
+    b"org.apache.spark.SparkArithmeticException: [DIVIDE_BY_ZERO] Division by zero. "
+    b"SQLSTATE: 22012\n"
+    b"\tat org.apache.spark.sql.errors.QueryExecutionErrors$.divideByZeroError"
+    b"(QueryExecutionErrors.scala:190)\n"
+    b"\tat java.base/java.lang.Thread.run(Thread.java:840)\n"
+    b"26/12/03 18:54:00 ERROR TaskSetManager: Task 0 in stage 12.0 failed 1 times; aborting job\n"
+)
+REAL_ERROR = b"26/12/03 18:53:26 ERROR Probe: a real error\n"
+
+
+def test_a_python_task_failure_and_its_jobs_abort_are_dropped_whole() -> None:
+    lines = b"before\n" + PYTHON_TASK_FAILED + OTHER_TASK_FAILED + JOB_ABORTED + REAL_ERROR
+    assert jvm_stderr.route(lines.splitlines(keepends=True)) == [(2, b"before\n" + REAL_ERROR)]
+
+
+def test_a_task_failure_in_the_jvm_and_any_other_abort_are_kept() -> None:
+    lines = JVM_TASK_FAILED + JOB_ABORTED  # stage 9.0: no Python failure seen for it here
+    assert jvm_stderr.route(lines.splitlines(keepends=True)) == [(2, lines)]
+    # An executor's ERROR line last in the stream goes out too.
+    header = PYTHON_TASK_FAILED.splitlines(keepends=True)[0]
+    assert jvm_stderr.route([header]) == [(2, header)]
+
+
+def test_a_python_failure_with_a_cause_and_the_schedulers_warn_are_dropped() -> None:
+    caused = PYTHON_TASK_FAILED + (
+        b"Caused by: java.io.EOFException: the worker\nwent away\n"
+        b"\tat java.io.DataInputStream.readInt(DataInputStream.java:398)\n\t... 12 more\n"
+    )
+    # As a log4j configuration that shows TaskSetManager's WARNs writes them.
+    lost = (
+        b"26/12/03 18:53:25 WARN TaskSetManager: Lost task 1.0 in stage 9.0 (TID 201) "
+        b"(127.0.0.1 executor driver): org.apache.spark.api.python.PythonException: "
+        b"Traceback (most recent call last):\n"
+        b'  File "<stdin>", line 1, in <lambda>\nZeroDivisionError: division by zero\n'
+        b"\n\tat org.apache.spark.api.python.BasePythonRunner.x(PythonRunner.scala:1)\n"
+    )
+    lines = caused + lost + JOB_ABORTED + b"after\n"
+    assert jvm_stderr.route(lines.splitlines(keepends=True)) == [(2, b"after\n")]
+
+
+def test_the_filter_drops_a_python_task_failure_written_in_pieces() -> None:
+    out = Collected()
+    stderr = jvm_stderr.StderrFilter(out)
+    writer = os.dup(stderr.write_fd)
+    stderr.close_write_end()
+    try:
+        data = PYTHON_TASK_FAILED + OTHER_TASK_FAILED + JOB_ABORTED + REAL_ERROR
+        for start in range(0, len(data), 50):
+            os.write(writer, data[start : start + 50])
+        assert out.wait_for(REAL_ERROR) == REAL_ERROR
+        # A record ends with a pause in the stream: what comes after it is kept, though
+        # it does not look like a log record (a UDF's print, another program's line).
+        os.write(writer, PYTHON_TASK_FAILED)
+        time.sleep(jvm_stderr.PARTIAL_LINE_SECONDS * 3)
+        os.write(writer, b"a line of a UDF\n")
+        assert out.wait_for(REAL_ERROR + b"a line of a UDF\n") == REAL_ERROR + b"a line of a UDF\n"
+        # An executor's ERROR line that no PythonException follows goes out after a pause.
+        header = JVM_TASK_FAILED.splitlines(keepends=True)[0]
+        os.write(writer, header)
+        expected = REAL_ERROR + b"a line of a UDF\n" + header
+        assert out.wait_for(expected) == expected
+    finally:
+        os.close(writer)
+        stderr.thread.join(5)
+    assert out.out == b""
