@@ -120,6 +120,18 @@ class JobBoard:
         """The latest snapshot (immutable; safe from any thread)."""
         return self._snapshot
 
+    def publish_sessions(self, sessions: tuple[SessionView, ...]) -> BoardSnapshot:
+        """The latest snapshot with ``sessions`` (the registry's now, as a request read
+        them), published at once when they differ from its own, as a cancel's
+        "cancelling" is: listeners get it with the next poll, which describes them anew.
+        Its ``updated_at`` stays that of the last read of Spark's jobs."""
+        with self._lock:
+            snapshot = self._snapshot
+            if snapshot.sessions != sessions:
+                snapshot = replace(snapshot, seq=snapshot.seq + 1, sessions=sessions)
+                self._snapshot = snapshot
+            return snapshot
+
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(snapshot)`` from the producer thread after each change;
         returns the function that unsubscribes it."""
@@ -174,8 +186,10 @@ class JobBoard:
         self, session: str, execution_count: int, description: str = "", source: str = ""
     ) -> None:
         """A cell began running bound to ``session``: its jobs form the groups
-        ``<session>:<execution_count>`` of whichever sessions run them. The groups are
-        described by ``description``, else by the first line of code of ``source``."""
+        ``<session>:<execution_count>`` of whichever sessions run them. Each group is
+        described by the code of ``source`` that ran its first job (its call site, when
+        that is a line of this cell), else by ``description``, else by the first line of
+        code of ``source``."""
         with self._lock:
             cell = self._cells.setdefault(execution_count, CellRecord())
             if not cell.description and cell.source is None:
