@@ -1,10 +1,16 @@
-"""How the board names what runs (pure): a job group by the first line of its cell that
-does something, a job by the place in the user's code that started it.
+"""How the board names what runs (pure): a job group by the code of its cell that ran its
+first job, a job by the place in the user's code that started it.
 
-- ``first_code_line``: the group's description. Blank lines, comments, magics, imports
-  and ``def``/``class`` blocks (with their decorators and bodies) only prepare; the first
-  other statement is what the cell runs. A cell magic (``%%spark_session a``) is
-  described by its body.
+- ``job_line``: the group's description, once the group has a job whose call site is a
+  line of its own cell (``collect at In [5] line 3``): the statement holding that line,
+  its lines joined (a method chain over several lines reads as one), shortened. The
+  cell is parsed once (``describe_cell``, ~1 ms, on the board's producer thread, only for
+  cells whose groups are shown); a job name is then one regular expression.
+- ``first_code_line``: the group's description until then, and for good when no job
+  names a line of the cell (Spark Connect's operations; a function another cell
+  defined). Blank lines, comments, magics, imports and ``def``/``class`` blocks (with
+  their decorators and bodies) only prepare; the first other statement is what the cell
+  runs. A cell magic (``%%spark_session a``) is described by its body.
 - ``call_site``: a Spark job's call site, the user's frame that called into PySpark
   (``count at In [5] line 3``), found in the Python stack at the moment of the call.
   PySpark's own rule names the frame before the *outermost* PySpark frame, which in a
@@ -16,7 +22,9 @@ does something, a job by the place in the user's code that started it.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 #: Longest description shown; longer lines end with an ellipsis.
@@ -29,21 +37,92 @@ _PREPARING = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, a
 _MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput"}
 
 
+@dataclass(frozen=True)
+class CellCode:
+    """A cell's code as the board describes it, parsed once (``describe_cell``)."""
+
+    #: The cell's lines, each cut to what a description can show.
+    lines: tuple[str, ...] = ()
+    #: ``first_code_line``'s answer.
+    first_line: str = ""
+    #: (first, last) cell line of each statement, innermost last among those sharing a
+    #: line; a compound statement (``for``, ``with``, ``if``) spans its header only.
+    statements: tuple[tuple[int, int], ...] = ()
+
+
 def first_code_line(source: str | None) -> str:
     """The first line of a cell that is code doing something, shortened; the first
     non-comment line when nothing else is left (a cell of only ``def``s or magics)."""
+    return describe_cell(source).first_line
+
+
+def describe_cell(source: str | None) -> CellCode:
+    """Parse a cell once: its first line of code and where its statements are."""
     lines = (source or "").splitlines()
     start = _first_meaningful(lines)
     if start is None:
-        return ""
+        return CellCode()
+    kept = tuple(line[: MAX_LENGTH * 2] for line in lines)
     if lines[start].lstrip().startswith("%%"):
-        body = first_code_line("\n".join(lines[start + 1 :]))
-        return body or _shorten(lines[start])
+        body = describe_cell("\n".join(lines[start + 1 :]))
+        shift = start + 1
+        return CellCode(
+            kept,
+            body.first_line or _shorten(lines[start]),
+            tuple((first + shift, last + shift) for first, last in body.statements),
+        )
     # From the first meaningful line: IPython's transforms drop leading blank lines.
-    number = _first_doing_statement("\n".join(lines[start:]))
-    if number is not None:
-        return _shorten(lines[start + number - 1])
-    return _shorten(lines[start])
+    tree = _parse("\n".join(lines[start:]))
+    number = _first_doing_statement(tree) if tree is not None else _first_doing_line(lines[start:])
+    first = _shorten(lines[start + number - 1] if number is not None else lines[start])
+    return CellCode(kept, first, _statement_spans(tree, start) if tree is not None else ())
+
+
+#: A job named by ``call_site`` in a notebook cell: ``collect at In [5] line 3``.
+_CELL_CALL_SITE = re.compile(r" at In \[(\d+)\] line (\d+)$")
+
+
+def job_line(code: CellCode, job_name: str, execution_count: int) -> str:
+    """The code of cell ``In [execution_count]`` that started the job ``job_name``
+    (``collect at In [5] line 3``): the statement holding that line, its lines joined,
+    shortened. "" when the job names no line of that cell (another cell's function,
+    a library's thread, a Spark Connect operation, a blank line)."""
+    if " at In [" not in job_name:  # most names that are not ours: no regex
+        return ""
+    match = _CELL_CALL_SITE.search(job_name)
+    if match is None or int(match[1]) != execution_count:
+        return ""
+    number = int(match[2])
+    if not 1 <= number <= len(code.lines):
+        return ""
+    first, last = _innermost_span(code.statements, number)
+    text = ""
+    for line in code.lines[first - 1 : last]:
+        text = f"{text} {line.strip()}" if text else line.strip()
+        if len(text) > MAX_LENGTH:
+            break
+    return _shorten(text)
+
+
+def _innermost_span(spans: Sequence[tuple[int, int]], number: int) -> tuple[int, int]:
+    # The shortest statement span holding line ``number``; the line alone when none does
+    # (the cell did not parse, or the line is an ``else:``).
+    holding = [s for s in spans if s[0] <= number <= s[1]]
+    return min(holding, key=lambda s: s[1] - s[0]) if holding else (number, number)
+
+
+def _statement_spans(tree: ast.Module, start: int) -> tuple[tuple[int, int], ...]:
+    # Cell line numbers: the tree was parsed from the cell's line ``start`` (0-based) on.
+    spans = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        last = node.end_lineno or node.lineno
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            last = max(node.lineno, body[0].lineno - 1)  # the header: `for x in y:`
+        spans.append((node.lineno + start, last + start))
+    return tuple(spans)
 
 
 def _first_meaningful(lines: Sequence[str]) -> int | None:
@@ -55,17 +134,21 @@ def _first_meaningful(lines: Sequence[str]) -> int | None:
     return next((i for i, line in enumerate(stripped) if line), None)
 
 
-def _first_doing_statement(source: str) -> int | None:
-    # The line number of the first top-level statement that does something; None when
-    # there is none or the cell does not parse. IPython's default transforms turn
-    # magics into get_ipython() calls one line each, so line numbers stay the cell's.
-    # (The shell's own transform_cell may carry user transformers that do not.)
+def _parse(source: str) -> ast.Module | None:
+    # IPython's default transforms turn magics into get_ipython() calls one line each,
+    # so line numbers stay the cell's. (The shell's own transform_cell may carry user
+    # transformers that do not.) None when the cell does not parse.
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
-        tree = ast.parse(TransformerManager().transform_cell(source))  # type: ignore[no-untyped-call]
+        return ast.parse(TransformerManager().transform_cell(source))  # type: ignore[no-untyped-call]
     except (SyntaxError, ValueError):
-        return _first_doing_line(source.splitlines())
+        return None
+
+
+def _first_doing_statement(tree: ast.Module) -> int | None:
+    # The line number of the first top-level statement that does something; None when
+    # there is none.
     for statement in tree.body:
         if isinstance(statement, _PREPARING) or _is_magic(statement) or _is_inert(statement):
             continue

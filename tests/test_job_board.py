@@ -290,6 +290,43 @@ def test_a_cells_source_is_described_once_its_group_has_jobs() -> None:
     assert cell.source is None
 
 
+def named(job_id: int, count: int, name: str, status: str = "RUNNING") -> dict[str, Any]:
+    """Spark's data of a job of group a:``count`` named by its call site ``name``."""
+    return dict(job_data(job_id, status, tags=("jss:a", f"jss:a:{count}")), name=name)
+
+
+def test_a_group_is_described_by_the_line_that_ran_its_first_job() -> None:
+    # Not the cell's first line (`t = time.time()`): the line the job's call site names,
+    # kept as later jobs run (each job's own line is its name).
+    board = make_board("a")
+    source = "import time\nt = time.time()\nn = spark.range(3).count()\nrows = df.collect()"
+    board.cell_started("a", 5, source=source)
+    group = feed(board, named(1, 5, "count at In [5] line 3")).group("a:5")
+    assert group is not None and group.description == "n = spark.range(3).count()"
+    snap = feed(
+        board,
+        named(1, 5, "count at In [5] line 3", "SUCCEEDED"),
+        named(2, 5, "collect at In [5] line 4"),
+    )
+    assert snap.group("a:5").description == "n = spark.range(3).count()"  # type: ignore[union-attr]
+
+
+def test_a_group_whose_jobs_name_no_line_of_its_cell_keeps_the_first_line() -> None:
+    # A function another cell defined; a description given without the cell's source
+    # (a `%%spark_session` body) has no line to take.
+    board = make_board("a")
+    board.cell_started("a", 5, source="t = time.time()\nhelper()")
+    board.cell_started("a", 6, "spark.range(3).count()")
+    snap = feed(
+        board, named(1, 5, "collect at In [2] line 3"), named(2, 6, "count at In [6] line 2")
+    )
+    assert snap.group("a:5").description == "t = time.time()"  # type: ignore[union-attr]
+    assert snap.group("a:6").description == "spark.range(3).count()"  # type: ignore[union-attr]
+    # A later job naming a line of the cell describes it from then on.
+    snap = feed(board, named(3, 5, "collect at In [5] line 2"))
+    assert snap.group("a:5").description == "helper()"  # type: ignore[union-attr]
+
+
 def test_listeners_hear_changes_once_and_fresh_ones_at_once() -> None:
     board = make_board("a")
     heard: list[int] = []

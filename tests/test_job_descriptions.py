@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from jupyter_spark_sessions.job_descriptions import Frame, call_site, cell_label, first_code_line
+from jupyter_spark_sessions.job_descriptions import (
+    Frame,
+    call_site,
+    cell_label,
+    describe_cell,
+    first_code_line,
+    job_line,
+)
 
 
 @pytest.mark.parametrize(
@@ -70,6 +77,84 @@ def test_a_long_line_is_shortened() -> None:
     line = "spark.range(10).select(" + "x" * 100 + ")"
     shown = first_code_line(line)
     assert len(shown) == 80 and shown.endswith("…") and shown.startswith("spark.range(10)")
+
+
+# -- a group by the code that ran its job ------------------------------------------------
+
+TIMED = "import time\nt = time.time()\n\nrows = spark.range(10).collect()\nprint(time.time() - t)"
+
+
+def test_a_group_is_described_by_the_line_its_job_names_not_the_cells_first() -> None:
+    code = describe_cell(TIMED)
+    assert code.first_line == "t = time.time()"  # what the group showed before
+    assert job_line(code, "collect at In [7] line 4", 7) == "rows = spark.range(10).collect()"
+
+
+@pytest.mark.parametrize(
+    ("cell", "name", "shown"),
+    [
+        # Python names a multi-line call by its last line (`.collect())`): the
+        # statement reads as one line.
+        (
+            "df = (spark.range(10)\n      .groupBy('id')\n      .count())\nout = (df\n"
+            "       .collect())",
+            "collect at In [3] line 5",
+            "out = (df .collect())",
+        ),
+        # In a loop or a function: the statement, not its block's header.
+        ("for i in range(3):\n    spark.range(i).count()", "count at In [3] line 2", None),
+        (
+            "def work():\n    time.sleep(1)\n    spark.range(7).collect()\n"
+            "Thread(target=work).start()",
+            "collect at In [3] line 3",
+            None,
+        ),
+        ("for row in spark.range(3).collect():\n    print(row)", "collect at In [3] line 1", None),
+        # A cell magic's body keeps the notebook's line numbers (the magic is line 1).
+        (
+            "%%spark_session a\nimport os\nspark.range(6).collect()",
+            "collect at In [3] line 3",
+            None,
+        ),
+        (
+            "%spark_session use a\nx = 1\nspark.sql('SELECT 1').show()",
+            "show at In [3] line 3",
+            None,
+        ),
+        # Python cannot parse it: the line alone.
+        ("x = (\nspark.range(2).count()", "count at In [3] line 2", None),
+    ],
+)
+def test_the_job_line_is_the_statement_holding_the_call_site(
+    cell: str, name: str, shown: str | None
+) -> None:
+    number = int(name.rsplit(" ", 1)[1])
+    expected = shown if shown is not None else cell.splitlines()[number - 1].strip()
+    assert job_line(describe_cell(cell), name, 3) == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "collect at In [4] line 4",  # another cell's function
+        "collect at In [?] line 4",
+        "collect at In [3] line 99",
+        "collect at In [3] line 3",  # a blank line
+        "copy_local_properties at /site/pyspark/util.py:982",
+        "operation 1a2b3c4d",  # a Spark Connect operation
+        "",
+    ],
+)
+def test_a_job_naming_no_line_of_the_cell_leaves_the_first_line(name: str) -> None:
+    assert job_line(describe_cell(TIMED), name, 3) == ""
+
+
+def test_a_long_statement_is_shortened_without_joining_all_its_lines() -> None:
+    rows = "\n".join(f"  SELECT {i} AS x UNION ALL" for i in range(500))
+    cell = 'spark.sql("""\n' + rows + '\n  SELECT -1""").show()'
+    shown = job_line(describe_cell(cell), "show at In [1] line 502", 1)
+    assert len(shown) == 80 and shown.endswith("…")
+    assert shown.startswith('spark.sql(""" SELECT 0 AS x UNION ALL SELECT 1 AS x')
 
 
 # -- call sites ------------------------------------------------------------------------

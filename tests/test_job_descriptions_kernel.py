@@ -1,5 +1,5 @@
 """Group and job descriptions through a real kernel on a real JVM: a group reads as the
-first line of its cell that runs something, each job as the line of the user's code
+code of its cell that ran its first job, each job as the line of the user's code
 that started it (``In [N] line L``), also for a ``pyspark.InheritableThread`` whose job
 starts after its cell ended."""
 
@@ -74,7 +74,7 @@ def test_a_thread_job_after_its_cell_ended_is_described_by_that_cell(session_a: 
     count = cell.execution_count
     assert count is not None
     group = wait_for_group(session_a, ended(count))
-    assert group["description"] == "worker = InheritableThread(target=work)"
+    assert group["description"] == "spark.range(7).collect()"
     [job] = group["jobs"]
     # PySpark alone names it `copy_local_properties at .../threading.py:982`.
     assert job["name"] == f"collect at In [{count}] line 5", job

@@ -14,8 +14,6 @@ from jupyter_spark_sessions.magics.session_magics import (
     parse_conf_pairs,
 )
 
-SUBCOMMANDS = ("create", "adopt", "use", "list", "info", "stop")
-
 
 def test_conf_pairs_parse_and_keep_equals_in_values() -> None:
     assert parse_conf_pairs(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
@@ -25,13 +23,6 @@ def test_conf_pairs_parse_and_keep_equals_in_values() -> None:
 def test_bad_conf_pair_is_a_conf_error(bad: str) -> None:
     with pytest.raises(ConfError, match="expected KEY=VALUE"):
         parse_conf_pairs([bad])
-
-
-def test_help_documents_every_subcommand_and_its_options() -> None:
-    doc = SparkSessionMagics.spark_session.__doc__ or ""
-    for sub in SUBCOMMANDS:
-        assert f"%spark_session {sub}" in doc
-    assert "--conf" in doc and "--master" in doc and "%%spark_session NAME" in doc
 
 
 def test_format_table_aligns_columns() -> None:
@@ -65,11 +56,88 @@ def test_list_shows_each_sessions_share_and_packages_before_its_directory() -> N
     assert max(map(len, lines)) < 100, lines
 
 
-def test_help_is_plain_line_magic_text_with_an_example_per_subcommand() -> None:
+def test_help_is_a_pager_sized_page_naming_every_subcommand_with_an_example() -> None:
+    # IPython's convention: `%spark_session?` fits a pager (it printed 231 lines).
+    from jupyter_spark_sessions.magics.parser import _SUBCOMMANDS
+
     doc = SparkSessionMagics.spark_session.__doc__ or ""
-    assert "::" not in doc and "%%spark_session create" not in doc
-    for sub in (*SUBCOMMANDS, "add_file", "add_archive", "add_pyfile", "jobs", "cancel"):
-        assert f"Example: %spark_session {sub}" in doc
+    lines = doc.splitlines()
+    assert len(lines) <= 40 and max(map(len, lines)) <= 90, doc
+    assert "::" not in doc and "%%spark_session create" not in doc  # plain text
+    assert "%%spark_session NAME" in doc and "%spark_session help SUBCOMMAND" in doc
+    for sub in _SUBCOMMANDS:
+        assert f"%spark_session {sub}" in doc, sub
+    assert "%spark_session create etl --conf spark.sql.shuffle.partitions=8" in doc
+
+
+def help_output(line: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``%spark_session LINE`` (a help line) prints."""
+    from jupyter_spark_sessions.magics.parser import parse_line as _parse
+
+    args = _parse(line)
+    assert args is not None and args.command == "help"
+    SparkSessionMagics._cmd_help(None, args)  # type: ignore[arg-type]
+    return capsys.readouterr().out
+
+
+def test_help_subcommand_shows_its_usage_every_option_and_its_example(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = help_output("help create", capsys)
+    assert out.startswith("usage: %spark_session create [--conf KEY=VALUE] [--master URL]")
+    for option in ("--conf", "--master", "--weight", "--min-share", "--pip", "--remote"):
+        assert option in out, option
+    assert "only when no context runs yet" in " ".join(out.split())  # not on the short page
+    assert out.rstrip().endswith(
+        "Example: %spark_session create etl --conf spark.sql.shuffle.partitions=8"
+    )
+    assert "%spark_session adopt" not in out
+
+
+def test_every_subcommands_full_help_stays_reachable(capsys: pytest.CaptureFixture[str]) -> None:
+    # All that `%spark_session?` showed before: each subcommand's description and the
+    # help of each of its options.
+    from jupyter_spark_sessions.magics.parser import _SUBCOMMANDS
+
+    for name, sub in _SUBCOMMANDS.items():
+        out = " ".join(help_output(f"help {name}", capsys).split())
+        assert f"usage: %spark_session {name}" in out
+        assert " ".join((sub.description or "").split()) in out, name
+        for action in sub._actions:
+            assert " ".join((action.help or "").split()) in out, (name, action.dest)
+        assert f"Example: %spark_session {name}" in out
+
+
+def test_help_alone_is_the_short_page(capsys: pytest.CaptureFixture[str]) -> None:
+    assert help_output("help", capsys).strip() == SparkSessionMagics.spark_session.__doc__
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "help creat",
+            "Unknown subcommand 'creat': did you mean `create`? "
+            "`%spark_session?` shows each with an example.",
+        ),
+        ("help zzz", "Unknown subcommand 'zzz' (one of create, adopt, use,"),
+        ("help create list", "unrecognized arguments: list (usage: %spark_session help"),
+    ],
+)
+def test_help_of_an_unknown_subcommand_is_one_line(
+    line: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from IPython.core.error import UsageError
+
+    from jupyter_spark_sessions.magics.parser import parse_line as _parse
+
+    with pytest.raises(UsageError) as raised:
+        args = _parse(line)
+        assert args is not None
+        SparkSessionMagics._cmd_help(None, args)  # type: ignore[arg-type]
+    text = str(raised.value)
+    assert text.startswith(message) and "\n" not in text, text
+    assert capsys.readouterr().out == ""
 
 
 def test_a_bare_magic_prints_the_short_usage(capsys: pytest.CaptureFixture[str]) -> None:

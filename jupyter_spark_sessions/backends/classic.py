@@ -163,10 +163,14 @@ def close_artifacts(session: SparkSession) -> None:
 
 def drop_temp_views(session: SparkSession) -> None:
     """Drop the session's temporary views (which also uncaches them). Never
-    ``catalog.clearCache()``: that clears every session's cache."""
-    for table in session.catalog.listTables():
-        if table.isTemporary and table.tableType == "TEMPORARY":
-            session.catalog.dropTempView(table.name)
+    ``catalog.clearCache()``: that clears every session's cache.
+
+    Listed from the session's own temp views (private ``SessionCatalog``):
+    ``catalog.listTables()`` would set up Spark's external catalog, which makes a
+    ``spark-warehouse/`` folder in the kernel's working folder, beside the notebook."""
+    views = session._jsparkSession.sessionState().catalog().listLocalTempViews("*")
+    for name in [views.apply(i).table() for i in range(views.size())]:
+        session.catalog.dropTempView(name)
 
 
 def stop_streaming_queries(session: SparkSession) -> None:

@@ -28,22 +28,44 @@ if TYPE_CHECKING:
 class CellRecord:
     """A managed cell execution (its jobs may run in several sessions)."""
 
+    #: Given (``SessionRegistry.running_in``), else the cell's first line of code.
     description: str = ""
     depth: int = 0  # > 0 while it runs (a %%spark_session body nests in its cell)
-    #: The cell's code, described (``job_descriptions.first_code_line``: it parses the
-    #: cell, ~1 ms) only once a group of the cell has jobs, on the producer's thread:
-    #: not on every cell's.
+    #: The cell's code, parsed (``job_descriptions.describe_cell``: ~1 ms) only once a
+    #: group of the cell has jobs, on the producer's thread: not on every cell's.
     source: str | None = None
+    code: job_descriptions.CellCode | None = None
+    #: What ``job_descriptions.job_line`` made of each job name seen: the same call
+    #: site's jobs (a query's several jobs, a loop's) are looked up once.
+    job_lines: dict[str, str] = field(default_factory=dict)
 
     @property
     def running(self) -> bool:
         return self.depth > 0
 
     def described(self) -> str:
+        """The cell's first line of code (or the description it was given)."""
         if self.source is not None:
-            self.description = self.description or job_descriptions.first_code_line(self.source)
+            self.code = job_descriptions.describe_cell(self.source)
+            self.description = self.description or self.code.first_line
             self.source = None
         return self.description
+
+    def line_of_first_job(self, jobs: tuple[JobView, ...], count: int) -> str:
+        """The code of this cell (``In [count]``) that started the first of ``jobs``
+        naming a line of it; "" when none does (or the cell's code is not known)."""
+        self.described()
+        if self.code is None:
+            return ""
+        for job in jobs:
+            line = self.job_lines.get(job.name)
+            if line is None:
+                line = job_descriptions.job_line(self.code, job.name, count)
+                if line or " at In [" in job.name:  # not one entry per Connect operation
+                    self.job_lines[job.name] = line
+            if line:
+                return line
+        return ""
 
 
 @dataclass
@@ -63,6 +85,10 @@ class GroupRecord:
     #: The last view made of it and what it was made from: most groups do not change
     #: between two polls, and remaking 1,000 views each poll cost ~25 ms.
     view: tuple[tuple[Any, ...], GroupView] | None = None
+    #: Its description once known: the code that ran its first job naming a line of
+    #: its cell. Kept for the group's life: its title does not change under the cursor
+    #: as later jobs run (each job's own line is its name).
+    job_line: str = ""
 
     @property
     def id(self) -> str:
@@ -70,25 +96,35 @@ class GroupRecord:
 
     def view_of(self, jobs: tuple[JobView, ...], cell: CellRecord | None) -> GroupView:
         """The view of the group with ``jobs`` (in the order shown) and its ``cell``."""
-        if cell is not None and jobs:
-            cell.described()  # only groups with jobs are shown
+        description = self._description(jobs, cell)
         # JobViews are immutable and replaced when Spark reports a change, so the
         # tuple compares by identity in the common case.
         inputs = (
             jobs,
             self.cancel_job_ids,
             self.cancel_requested_at,
-            cell.description if cell else None,
+            description,
             cell.running if cell else False,
         )
         if self.view is not None and self.view[0] == inputs:
             return self.view[1]
-        view = _make_view(self, jobs, cell)
+        view = _make_view(self, jobs, description, cell)
         self.view = (inputs, view)
         return view
 
+    def _description(self, jobs: tuple[JobView, ...], cell: CellRecord | None) -> str:
+        if cell is None:
+            return _BACKGROUND_DESCRIPTION
+        if not jobs or self.count is None:  # only groups with jobs are shown
+            return cell.description
+        if not self.job_line:
+            self.job_line = cell.line_of_first_job(jobs, self.count)
+        return self.job_line or cell.described()
 
-def _make_view(group: GroupRecord, jobs: tuple[JobView, ...], cell: CellRecord | None) -> GroupView:
+
+def _make_view(
+    group: GroupRecord, jobs: tuple[JobView, ...], description: str, cell: CellRecord | None
+) -> GroupView:
     tasks = sum((j.tasks for j in jobs), TaskCounts())
     submitted = [j.submitted_at for j in jobs if j.submitted_at is not None]
     completed = [j.completed_at for j in jobs if j.completed_at is not None]
@@ -97,7 +133,7 @@ def _make_view(group: GroupRecord, jobs: tuple[JobView, ...], cell: CellRecord |
         id=group.id,
         session=group.session,
         execution_count=group.count or 0,
-        description=cell.description if cell else _BACKGROUND_DESCRIPTION,
+        description=description,
         state=state,
         cell_running=cell.running if cell else False,
         submitted_at=min(submitted) if submitted else None,

@@ -35,7 +35,9 @@ def run_cell_in(
 
     session = registry.session(name)
     count = tagging.current_count()
-    with _spark_bound_to(shell, session), registry.running_in(name, count, first_line(cell)):
+    # The body's lines are the notebook cell's from line 2 (line 1 is the magic's).
+    scope = registry.running_in(name, count, first_line(cell), source="\n" + cell)
+    with _spark_bound_to(shell, session), scope:
         return _execute(shell, cell, count)
 
 

@@ -1,6 +1,8 @@
 """The ``%spark_session`` line's grammar: one argparse subparser per subcommand, each
-with an example, so ``%spark_session?`` shows real help and a mistake is one line with
-the subcommand's own usage (IPython's ``MagicArgumentParser`` raises ``UsageError``)."""
+with an example. ``%spark_session?`` is a pager-sized page (``help_text``: one example
+per subcommand), ``%spark_session help SUBCOMMAND`` a subcommand's full help (every
+option), and a mistake is one line with the subcommand's own usage (IPython's
+``MagicArgumentParser`` raises ``UsageError``)."""
 
 from __future__ import annotations
 
@@ -43,27 +45,37 @@ def parse_conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
     return conf
 
 
-#: One example per subcommand, shown under it by ``%spark_session?``.
+#: One example per subcommand, shown in ``%spark_session?`` (with a few words on what
+#: it does, unless the example is long) and under the subcommand's full help.
 _EXAMPLES = {
-    "create": "%spark_session create etl --conf spark.sql.shuffle.partitions=8",
-    "adopt": "%spark_session adopt mine spark",
-    "use": "%spark_session use etl",
-    "list": "%spark_session list",
-    "info": "%spark_session info etl",
-    "stop": "%spark_session stop etl",
-    "add_file": "%spark_session add_file etl data/lookup.csv --as lookup.csv",
-    "add_archive": "%spark_session add_archive etl models.zip --as models",
-    "add_pyfile": "%spark_session add_pyfile etl helpers.py",
-    "files": "%spark_session files etl",
-    "jobs": "%spark_session jobs etl",
-    "cancel": "%spark_session cancel etl:12",
-    "panel": "%spark_session panel",
-    "progress": "%spark_session progress off",
-    "restart": "%spark_session restart",
-    "reconnect": "%spark_session reconnect remote1",
-    "share": "%spark_session share etl --weight 3",
-    "pip": "%spark_session pip etl 'scikit-learn==1.5.2'",
+    "create": ("%spark_session create etl --conf spark.sql.shuffle.partitions=8", "new, isolated"),
+    "adopt": ("%spark_session adopt mine spark", "register a SparkSession of yours"),
+    "use": ("%spark_session use etl", "bind `spark` (and later cells) to it"),
+    "list": ("%spark_session list", "every session"),
+    "info": ("%spark_session info etl", "one session in detail"),
+    "stop": ("%spark_session stop etl", "cancel its jobs, release it"),
+    "add_file": ("%spark_session add_file etl data/lookup.csv --as lookup.csv", "for its UDFs"),
+    "add_archive": ("%spark_session add_archive etl models.zip --as models", "unpacked"),
+    "add_pyfile": ("%spark_session add_pyfile etl helpers.py", "importable by its UDFs"),
+    "files": ("%spark_session files etl", "what was added to it"),
+    "jobs": ("%spark_session jobs etl", "its job groups, one per cell"),
+    "cancel": ("%spark_session cancel etl:12", "or --session NAME, --all"),
+    "panel": ("%spark_session panel", "live progress, Cancel buttons"),
+    "progress": ("%spark_session progress off", "no live view under cells"),
+    "restart": ("%spark_session restart", "after the driver was lost"),
+    "reconnect": ("%spark_session reconnect remote1", "a Connect session again"),
+    "share": ("%spark_session share etl --weight 3", "its share of the task slots"),
+    "pip": ("%spark_session pip etl 'scikit-learn==1.5.2'", "packages for its UDFs"),
+    "help": ("%spark_session help create", "a subcommand's every option"),
 }
+
+#: How ``%spark_session?`` groups the subcommands (each in one group).
+_GROUPS = (
+    ("Sessions", ("create", "adopt", "use", "list", "info", "stop")),
+    ("Files and packages of a session", ("add_file", "add_archive", "add_pyfile", "files", "pip")),
+    ("Jobs", ("jobs", "cancel", "panel", "progress")),
+    ("Slots and recovery", ("share", "restart", "reconnect")),
+)
 
 
 def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentParser]]:
@@ -82,7 +94,7 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
             name,
             help=help,
             description=help,
-            epilog=f"Example: {_EXAMPLES[name]}",
+            epilog=f"Example: {_EXAMPLES[name][0]}",
             add_help=False,
             prog=f"%spark_session {name}",
             formatter_class=argparse.HelpFormatter,
@@ -231,6 +243,9 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
     pip.add_argument("name", metavar="NAME")
     pip.add_argument("pip", metavar="SPEC", nargs="*", help="As for --pip.")
     _package_options(pip, required=True)
+
+    help_ = add("help", "Show a subcommand's full help: what it does and every option.")
+    help_.add_argument("subcommand", metavar="SUBCOMMAND", nargs="?")
     return parser, subcommands
 
 
@@ -277,7 +292,8 @@ _PARSER, _SUBCOMMANDS = _build_parser()
 def short_usage() -> str:
     return (
         "Usage: %spark_session SUBCOMMAND ... (" + ", ".join(_SUBCOMMANDS) + "), or "
-        "%%spark_session NAME over a cell. `%spark_session?` shows each with an example."
+        "%%spark_session NAME over a cell. `%spark_session?` shows each with an example, "
+        "`%spark_session help SUBCOMMAND` one in full."
     )
 
 
@@ -287,13 +303,7 @@ def parse_line(line: str) -> argparse.Namespace | None:
     if not words:
         print(short_usage())
         return None
-    if words[0] not in _SUBCOMMANDS:
-        close = difflib.get_close_matches(words[0], _SUBCOMMANDS, n=1, cutoff=0.6)
-        known = f"one of {', '.join(_SUBCOMMANDS)}"
-        hint = f": did you mean `{close[0]}`?" if close else f" ({known})."
-        raise UsageError(
-            f"Unknown subcommand '{words[0]}'{hint} `%spark_session?` shows each with an example."
-        )
+    _check_subcommand(words[0])
     try:
         return _PARSER.parse_args(words)
     except UsageError as exc:  # argparse's message, with the subcommand's own usage
@@ -301,13 +311,43 @@ def parse_line(line: str) -> argparse.Namespace | None:
         raise UsageError(f"{exc} (usage: {usage})") from None
 
 
+def _check_subcommand(word: str) -> None:
+    # One line for a name that is no subcommand: the closest one, else the list.
+    if word in _SUBCOMMANDS:
+        return
+    close = difflib.get_close_matches(word, _SUBCOMMANDS, n=1, cutoff=0.6)
+    known = f"one of {', '.join(_SUBCOMMANDS)}"
+    hint = f": did you mean `{close[0]}`?" if close else f" ({known})."
+    raise UsageError(
+        f"Unknown subcommand '{word}'{hint} `%spark_session?` shows each with an example."
+    )
+
+
 def help_text() -> str:
-    usage = [
-        "%spark_session SUBCOMMAND ...     manage isolated Spark sessions",
-        "%%spark_session NAME              run the cell with `spark` bound to session NAME",
+    """``%spark_session?``: the usage and one example per subcommand, pager-sized;
+    ``%spark_session help SUBCOMMAND`` (``subcommand_help``) has the rest."""
+    width = max(len(example) for example, _ in _EXAMPLES.values() if len(example) <= 44)
+    lines = [
+        "Isolated Spark sessions on the kernel's shared SparkContext.",
         "",
-        "Subcommands:",
-        "",
+        "  %spark_session SUBCOMMAND ...     one example of each subcommand below",
+        "  %%spark_session NAME              run the cell with `spark` bound to session NAME",
+        "  %spark_session help SUBCOMMAND    a subcommand in full: what it does, every option",
     ]
-    details = [sub.format_help().strip() for sub in _SUBCOMMANDS.values()]
-    return "\n".join(usage) + "\n" + "\n\n".join(details)
+    for title, names in _GROUPS:
+        lines += ["", f"{title}:"]
+        for name in names:
+            example, gloss = _EXAMPLES[name]
+            fits = len(example) <= width  # a longer one says what it does itself
+            lines.append(f"  {example:<{width}}  # {gloss}" if fits else f"  {example}")
+    return "\n".join(lines)
+
+
+def subcommand_help(name: str | None) -> str:
+    """``%spark_session help NAME``: the subcommand's usage, what it does, each option
+    and an example (``help_text`` without a name); UsageError, one line, for a name
+    that is no subcommand."""
+    if name is None:
+        return help_text()
+    _check_subcommand(name)
+    return _SUBCOMMANDS[name].format_help().strip()

@@ -25,7 +25,7 @@ from ..files.artifacts import AddResult
 from ..sessions.gone_objects import MAKE_AGAIN
 from ..sessions.python_envs import Requirements, SessionEnv, requirements
 from . import spark_ui
-from .parser import help_text, parse_conf_pairs, parse_line
+from .parser import help_text, parse_conf_pairs, parse_line, subcommand_help
 
 if TYPE_CHECKING:
     from ..app import SparkSessionsApp
@@ -402,6 +402,10 @@ class SparkSessionMagics(Magics):
         for key in names:
             self.ip.user_ns[key] = new
         return [f"`{key}` now refers to the new session." for key in names]
+
+    def _cmd_help(self, args: argparse.Namespace) -> None:
+        # `%spark_session?` is the short page (the docstring); this is one subcommand's.
+        print(subcommand_help(args.subcommand))
 
     # -- cell magic ----------------------------------------------------------------------
 

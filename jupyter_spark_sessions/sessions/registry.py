@@ -430,13 +430,14 @@ class SessionRegistry:
 
     @contextmanager
     def running_in(
-        self, name: str, execution_count: int = 0, description: str = ""
+        self, name: str, execution_count: int = 0, description: str = "", source: str = ""
     ) -> Iterator[SparkSession]:
         """Run a block as one job group of session ``name``: the jobs the current thread
         starts inside it carry the session's and the group's tags, and the job board
-        shows them as group ``name:execution_count`` described by ``description``."""
+        shows them as group ``name:execution_count`` described by ``description`` (or,
+        given the cell's ``source``, by the code that ran its first job)."""
         session = self.session(name)
-        self.board.cell_started(name, execution_count, description)
+        self.board.cell_started(name, execution_count, description, source)
         try:
             with self.tagger.tagged(self.backend(name), name, execution_count):
                 yield session
