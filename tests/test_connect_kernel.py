@@ -315,7 +315,7 @@ def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: K
     kernel.ok("%%spark_session gone\ngone_df = spark.range(3)")
     kernel.ok("%spark_session stop gone")
     kernel.ok(
-        "_jss_gone_release = __import__('jupyter_spark_sessions').registry."
+        "_jss_gone_release = __import__('jupyter_spark_sessions')."
         "default_registry()._releases['gone']\n"
         "assert _jss_gone_release.wait(30) and _jss_gone_release.error is None"
     )
