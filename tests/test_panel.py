@@ -150,7 +150,7 @@ def test_each_job_is_listed_by_its_call_site_and_linked_to_sparks_ui_through_the
     board, panel = new_panel()
     feed(board, "RUNNING", session=with_ui, job_id=7)
     jobs = panel._group_rows["a:3"].jobs.value
-    assert 'href="/user/ann/proxy/4041/jobs/job/?id=7"' in jobs, jobs
+    assert 'href="/user/ann/spark-sessions/ui/4041/jobs/job/?id=7"' in jobs, jobs
     assert "count at In [3] line 2" in jobs
     panel.close()
 
@@ -280,5 +280,5 @@ def test_a_connect_operation_links_to_its_sessions_operations_on_the_servers_ui(
     )
     board.update([], {}, 0, [connect])
     jobs = panel._group_rows["a:3"].jobs.value
-    assert 'href="/proxy/4045/connect/session/?id=s-1&amp;userId=ann"' in jobs, jobs
+    assert 'href="/spark-sessions/ui/4045/connect/session/?id=s-1&amp;userId=ann"' in jobs, jobs
     panel.close()

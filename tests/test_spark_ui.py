@@ -10,19 +10,22 @@ from jupyter_spark_sessions.magics import session_magics, spark_ui
 
 
 def test_job_path_is_the_proxied_job_page_of_the_ui_port() -> None:
-    assert spark_ui.job_path("http://127.0.0.1:4040", 7) == "proxy/4040/jobs/job/?id=7"
-    assert spark_ui.job_path("http://driver.example.org:4041/", 0) == "proxy/4041/jobs/job/?id=0"
+    assert spark_ui.job_path("http://127.0.0.1:4040", 7) == "spark-sessions/ui/4040/jobs/job/?id=7"
+    assert (
+        spark_ui.job_path("http://driver.example.org:4041/", 0)
+        == "spark-sessions/ui/4041/jobs/job/?id=0"
+    )
 
 
 def test_jobs_path_is_the_sessions_proxied_jobs_page() -> None:
-    assert spark_ui.jobs_path("http://127.0.0.1:4040") == "proxy/4040/jobs/"
+    assert spark_ui.jobs_path("http://127.0.0.1:4040") == "spark-sessions/ui/4040/jobs/"
 
 
 def test_group_links_its_only_job_else_the_jobs_page() -> None:
     url = "http://127.0.0.1:4040"
-    assert spark_ui.group_path(url, [3]) == "proxy/4040/jobs/job/?id=3"
-    assert spark_ui.group_path(url, [3, 4]) == "proxy/4040/jobs/"
-    assert spark_ui.group_path(url, []) == "proxy/4040/jobs/"
+    assert spark_ui.group_path(url, [3]) == "spark-sessions/ui/4040/jobs/job/?id=3"
+    assert spark_ui.group_path(url, [3, 4]) == "spark-sessions/ui/4040/jobs/"
+    assert spark_ui.group_path(url, []) == "spark-sessions/ui/4040/jobs/"
 
 
 @pytest.mark.parametrize(
@@ -58,11 +61,17 @@ def test_job_path_refuses_what_is_not_a_job_id(job_id: object) -> None:
 
 
 def test_join_base_url_puts_the_path_under_the_servers_base_url() -> None:
-    path = "proxy/4040/jobs/job/?id=2"
-    assert spark_ui.join_base_url("/", path) == "/proxy/4040/jobs/job/?id=2"
-    assert spark_ui.join_base_url("/user/ann/", path) == "/user/ann/proxy/4040/jobs/job/?id=2"
-    assert spark_ui.join_base_url("/user/ann", path) == "/user/ann/proxy/4040/jobs/job/?id=2"
-    assert spark_ui.join_base_url("", path) == "/proxy/4040/jobs/job/?id=2"
+    path = "spark-sessions/ui/4040/jobs/job/?id=2"
+    assert spark_ui.join_base_url("/", path) == "/spark-sessions/ui/4040/jobs/job/?id=2"
+    assert (
+        spark_ui.join_base_url("/user/ann/", path)
+        == "/user/ann/spark-sessions/ui/4040/jobs/job/?id=2"
+    )
+    assert (
+        spark_ui.join_base_url("/user/ann", path)
+        == "/user/ann/spark-sessions/ui/4040/jobs/job/?id=2"
+    )
+    assert spark_ui.join_base_url("", path) == "/spark-sessions/ui/4040/jobs/job/?id=2"
 
 
 def test_base_url_is_jupyterhubs_prefix_else_the_root() -> None:
@@ -85,7 +94,7 @@ def test_info_shows_the_ui_and_its_path_through_the_jupyter_server(
 ) -> None:
     monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/ann/")
     assert session_magics._ui_text(_view("classic", "http://127.0.0.1:4040")) == (
-        "http://127.0.0.1:4040, through the Jupyter server: /user/ann/proxy/4040/jobs/"
+        "http://127.0.0.1:4040, through the Jupyter server: /user/ann/spark-sessions/ui/4040/jobs/"
     )
     assert session_magics._ui_text(_view("classic", "")) == "off"
     assert session_magics._ui_text(_view("connect", "")).startswith("not linked: the Spark UI of a")

@@ -188,7 +188,7 @@ def _page_urls(html: str) -> set[str]:
 
 
 def _proxy_prefix(ui_url: str) -> str:
-    return spark_ui.join_base_url(BASE_URL, f"proxy/{spark_ui.ui_port(ui_url)}")
+    return spark_ui.join_base_url(BASE_URL, f"{spark_ui.PROXY_ROUTE}/{spark_ui.ui_port(ui_url)}")
 
 
 def test_the_board_reports_a_linkable_ui_on_loopback(ran: RanJob) -> None:

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING
 
 from . import api_flavour, driver, driver_jar, java_tmpdir, jvm_stderr
 from .driver import drop_py4j_tracebacks_of_a_dead_jvm
-from .local_master import is_local_master, local_master_defaults, local_master_env
+from .local_master import (
+    UI_FILTER,
+    UI_SECRET_CONF,
+    authenticate_defaults,
+    is_local_master,
+    local_master_defaults,
+    local_master_env,
+    ui_protection,
+    write_ui_secret,
+)
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -37,6 +46,7 @@ _RUNTIME_SETTINGS = (
     "spark.master",
     "spark.submit.",
     "spark.ui.proxyBase",
+    "spark.jss.",  # the UI filter's secret: each context gets its own
 )
 
 
@@ -44,7 +54,10 @@ def context_settings(sc: SparkContext) -> dict[str, str]:
     """The settings of a running context that a new one should repeat (no ids, ports
     or times Spark added)."""
     return {
-        key: value for key, value in sc.getConf().getAll() if not key.startswith(_RUNTIME_SETTINGS)
+        key: value
+        for key, value in sc.getConf().getAll()
+        if not key.startswith(_RUNTIME_SETTINGS)
+        and not (key == "spark.ui.filters" and value == UI_FILTER)
     }
 
 
@@ -68,7 +81,13 @@ def start_context(
     defaults = {**OWNED_CONTEXT_DEFAULTS, **local_master_defaults(master)}
     if is_local_master(master):  # executors run this interpreter, with this package
         defaults.update(LOCAL_CONTEXT_DEFAULTS)
+    defaults.update(authenticate_defaults(master))
+    launching = driver.current_gateway() is None and jvm_stderr.can_filter()
+    protection = ui_protection(master, conf, str(driver_jar.JAR))
+    if protection and not (launching or _filter_loadable()):
+        protection = {}  # a JVM launched without the jar on its class path: cannot
     settings = {"spark.master": master, "spark.app.name": app_name, **defaults, **conf}
+    settings.update(protection)  # only when the user set no spark.ui.filters
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -83,9 +102,11 @@ def start_context(
         env["SPARK_SUBMIT_OPTS"] = java_tmpdir.with_option(submit_opts, tmp_option)
     drop_py4j_tracebacks_of_a_dead_jvm()
     with _environ(env), api_flavour.classic():
-        if driver.current_gateway() is None and jvm_stderr.can_filter():
+        if launching:
             _launch_filtered(settings)  # the builder then finds this context
         session = builder.getOrCreate()
+    if protection:  # only the kernel's Jupyter server learns the secret
+        write_ui_secret(session.sparkContext.uiWebUrl, protection[UI_SECRET_CONF])
     try:  # the UI's root stays under a proxy (Spark UI links through the Jupyter server)
         driver_jar.instance(session.sparkContext, "jss.UiRootRedirect")
     except Exception:  # a UI without it only links its logo outside the proxy
@@ -99,8 +120,24 @@ def _launch_filtered(settings: Mapping[str, str]) -> None:
     (``jvm_stderr``)."""
     from pyspark import SparkConf, SparkContext
 
-    gateway = jvm_stderr.launch_gateway(settings)
+    # The UI's secret goes to the JVM through py4j only: what launch_gateway gets is on
+    # the JVM's command line, which every local user can read.
+    launch = {key: value for key, value in settings.items() if key != UI_SECRET_CONF}
+    gateway = jvm_stderr.launch_gateway(launch)
     SparkContext(conf=SparkConf().setAll(list(settings.items())), gateway=gateway)
+
+
+def _filter_loadable() -> bool:
+    """Whether the running JVM (launched earlier) has the UI filter on its class path."""
+    gateway = driver.current_gateway()
+    if gateway is None:
+        return False
+    try:
+        loader = gateway.jvm.java.lang.ClassLoader.getSystemClassLoader()
+        loader.loadClass("jss.UiSecretFilter")
+    except Exception:
+        return False
+    return True
 
 
 #: The JVM's logging for a context this project starts: Spark's own defaults at WARN

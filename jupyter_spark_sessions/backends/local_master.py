@@ -1,16 +1,19 @@
 """What keeps a Spark this project starts on a local master (``local``,
 ``local-cluster``) private: its driver, UI and workers on loopback, its scratch files in
-the kernel's private folder. Used by the kernel's context and the local Connect server.
+the kernel's private folder, its RPC behind Spark's own secret, its UI answering only
+the kernel's Jupyter server (a servlet filter and a secret file beside the kernel's
+connection file). Used by the kernel's context and the local Connect server.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import socket
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
 
 
 def is_local_master(master: str) -> bool:
@@ -72,3 +75,81 @@ LOCAL_MASTER_DEFAULTS = {
     "spark.driver.bindAddress": LOOPBACK,  # the RPC and block manager ports
     "spark.driver.host": LOOPBACK,  # the address executors and the UI link use
 }
+
+
+def authenticate_defaults(master: str) -> dict[str, str]:
+    """``spark.authenticate=true`` for ``local`` and ``local[...]``, where Spark makes the
+    secret itself (``SecurityManager.initializeAuth``): the driver's RPC and block
+    manager then refuse a client without it (another local user's). Not for
+    ``local-cluster``, whose executors would need a secret passed to them, nor for
+    cluster masters, whose secret is the cluster's to distribute."""
+    if master == "local" or master.startswith("local["):
+        return {"spark.authenticate": "true"}
+    return {}
+
+
+# -- the Spark UI answers only its owner's Jupyter server --------------------------------
+
+#: The servlet filter (java/jss/UiSecretFilter.java) and its parameter, through which
+#: Spark hands the secret to it (``spark.<filter class>.param.<name>``; Spark redacts
+#: the value, its key names a secret).
+UI_FILTER = "jss.UiSecretFilter"
+UI_SECRET_CONF = f"spark.{UI_FILTER}.param.secret"
+#: The header the filter wants (``UiSecretFilter.HEADER``).
+UI_SECRET_HEADER = "X-Jss-Ui-Secret"
+#: ``<folder of the kernel's connection file>/jss-spark-ui-<port>.json``: how the
+#: kernel's Jupyter server (server/spark_ui_route.py) learns a UI's secret.
+UI_SECRET_FILE = "jss-spark-ui-{port}.json"
+
+
+def ui_protection(master: str, conf: Mapping[str, str], jar: str) -> dict[str, str]:
+    """Settings that make the UI of a context started on a local master refuse every
+    request without a new random secret (``UiSecretFilter``); nothing when the user set
+    ``spark.ui.filters`` (theirs win), turned the UI off, the master is not local, or no
+    Jupyter server can learn the secret (not in a kernel with a connection file)."""
+    if not is_local_master(master) or "spark.ui.filters" in conf or connection_file() is None:
+        return {}
+    if conf.get("spark.ui.enabled", "true").strip().lower() == "false":
+        return {}
+    extra = conf.get("spark.driver.extraClassPath", "")
+    return {
+        "spark.ui.filters": UI_FILTER,
+        UI_SECRET_CONF: secrets.token_urlsafe(32),
+        # The filter is made by Spark's own class loader when the UI starts: the jar must
+        # be on the driver's class path (read at the JVM's launch only).
+        "spark.driver.extraClassPath": os.pathsep.join(p for p in (extra, jar) if p),
+    }
+
+
+def connection_file() -> Path | None:
+    """The running kernel's connection file (its Jupyter server knows it); None outside
+    a kernel."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        return Path(get_connection_file()).resolve()
+    except Exception:  # not in a kernel, or no connection file
+        return None
+
+
+def write_ui_secret(ui_url: str | None, secret: str) -> Path | None:
+    """Write the UI's port and secret to ``UI_SECRET_FILE`` beside the kernel's
+    connection file (mode 0600, replaced atomically), for its Jupyter server only; the
+    file names the connection file, so the server trusts it only while that kernel is
+    its own. None when there is no UI or no connection file."""
+    found = connection_file()
+    port = urlsplit(ui_url).port if ui_url else None
+    if found is None or port is None:
+        return None
+    target = found.parent / UI_SECRET_FILE.format(port=port)
+    record = {"port": port, "secret": secret, "connection_file": found.name, "pid": os.getpid()}
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(record, out)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return target

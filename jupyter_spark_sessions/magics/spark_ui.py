@@ -1,10 +1,13 @@
 """Links to Spark's own UI that go through the Jupyter server, for a browser that cannot
-reach the driver's port (a remote JupyterHub): jupyter-server-proxy serves a port of the
-server's machine at ``{base_url}proxy/<port>/``, behind the server's authentication.
+reach the driver's port (a remote JupyterHub): the project's server extension serves the
+UI of a port of the server's machine at ``{base_url}spark-sessions/ui/<port>/``, behind
+the server's authentication, adding the UI's secret when the port is a context this
+project started in one of the server's kernels (``server/spark_ui_route.py``; such a UI
+refuses every other request).
 
 Pure (no Spark, no I/O). The paths are relative to the server's base URL, which the
 kernel does not know: a view joins them with it (the sidebar with PageConfig's
-``baseUrl``, which builds the same ``{baseUrl}proxy/{port}/jobs/job/?id={jobId}``).
+``baseUrl``, which builds the same ``{baseUrl}spark-sessions/ui/{port}/jobs/job/?id={jobId}``).
 Spark needs no setting for the pages: its UI prefixes every link and asset with the
 ``X-Forwarded-Context`` header the proxy sends (``UIUtils.uiRoot``).
 """
@@ -14,8 +17,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-#: The route of jupyter-server-proxy for a port on the server's machine (``localhost``).
-PROXY_ROUTE = "proxy"
+#: The route of the project's server extension for a Spark UI on the server's machine
+#: (not jupyter-server-proxy's ``proxy``: Spark's page scripts take the path segment
+#: after ``proxy`` for the application id, and the UI refuses requests without its
+#: secret, which only this route adds).
+PROXY_ROUTE = "spark-sessions/ui"
+
+#: What ``info`` says of a UI that answers without the secret (a context the user
+#: started, a cluster master's): anyone who reaches its port reads it.
+UNPROTECTED_NOTE = (
+    "not protected: this project did not start its context on a local master, so any "
+    "local user (and, on a cluster master, the network) can read it"
+)
 
 #: Why a session of a Spark Connect server has no link to the server's UI.
 CONNECT_REMOTE_REASON = (
@@ -38,7 +51,7 @@ def no_link_reason(ui_url: str | None) -> str:
         return "the Spark UI is off (spark.ui.enabled=false)"
     parts = urlsplit(ui_url)
     if parts.scheme == "https":
-        # jupyter-server-proxy always speaks plain HTTP to the port it proxies.
+        # The server extension (jupyter-server-proxy's handler) speaks plain HTTP only.
         return "the Spark UI uses HTTPS, which the Jupyter server's proxy does not speak"
     try:
         port = parts.port
@@ -51,14 +64,14 @@ def no_link_reason(ui_url: str | None) -> str:
 
 def jobs_path(ui_url: str | None) -> str | None:
     """The session's Spark UI jobs page, relative to the server's base URL
-    (``proxy/4040/jobs/``); None when there is no link."""
+    (``spark-sessions/ui/4040/jobs/``); None when there is no link."""
     port = ui_port(ui_url)
     return None if port is None else f"{PROXY_ROUTE}/{port}/jobs/"
 
 
 def job_path(ui_url: str | None, job_id: int) -> str | None:
     """The Spark UI page of one job, relative to the server's base URL
-    (``proxy/4040/jobs/job/?id=7``); None when there is no link."""
+    (``spark-sessions/ui/4040/jobs/job/?id=7``); None when there is no link."""
     port = ui_port(ui_url)
     if port is None:
         return None
@@ -85,7 +98,8 @@ def group_path(ui_url: str | None, job_ids: Sequence[int]) -> str | None:
 
 def join_base_url(base_url: str, path: str) -> str:
     """``path`` (from the functions above) under the server's base URL:
-    ``join_base_url("/user/ann/", "proxy/4040/jobs/")`` -> ``/user/ann/proxy/4040/jobs/``."""
+    ``join_base_url("/user/ann/", "spark-sessions/ui/4040/jobs/")`` ->
+    ``/user/ann/spark-sessions/ui/4040/jobs/``."""
     return "/" + "/".join(part for part in (base_url.strip("/"), path.lstrip("/")) if part)
 
 

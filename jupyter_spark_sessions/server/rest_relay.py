@@ -142,7 +142,10 @@ async def relay_to_control_channel(
 
 
 def load_handlers(server_app: Any) -> None:
-    """Add the relay's route to the server."""
+    """Add the relay's route to the server, and the Spark UI's (``spark_ui_route``)."""
+    from . import spark_ui_route
+
     web_app = server_app.web_app
     route = url_path_join(web_app.settings["base_url"], ROUTE)
     web_app.add_handlers(".*$", [(route, ControlRelayHandler)])
+    spark_ui_route.load_handlers(server_app)

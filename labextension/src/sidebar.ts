@@ -32,7 +32,7 @@ export const sparkIcon = new LabIcon({
 
 /** Options of the sidebar (the base URL is for tests). */
 export interface ISidebarOptions {
-  /** The Jupyter server's base URL, where jupyter-server-proxy serves Spark's UI. */
+  /** The Jupyter server's base URL, under which the server extension serves Spark's UI (`spark-sessions/ui/{port}/`). */
   baseUrl?: string;
   /** Told when the sidebar is shown (true) or hidden (false) in the page. */
   onShown?: (shown: boolean) => void;

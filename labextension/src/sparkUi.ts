@@ -1,9 +1,13 @@
 /**
- * Links to Spark's own UI, through the Jupyter server: jupyter-server-proxy
- * serves the driver's UI port at `{baseUrl}proxy/{port}/`, behind Jupyter's
- * authentication, so the links work when the browser cannot reach the
- * driver's port (a remote JupyterHub). The driver runs in the kernel, on the
- * server's machine: only the port of the session's `ui_url` matters.
+ * Links to Spark's own UI, through the Jupyter server: the project's server
+ * extension serves the driver's UI port at `{baseUrl}spark-sessions/ui/{port}/`,
+ * behind Jupyter's authentication, adding the UI's secret for a context the
+ * project started (whose UI refuses any other request), so the links work
+ * when the browser cannot reach the driver's port (a remote JupyterHub). Not
+ * jupyter-server-proxy's `proxy/{port}/`: Spark's page scripts take the path
+ * segment after `proxy` for the application id (the Environment, Executors
+ * and SQL tabs never loaded). The driver runs in the kernel, on the server's
+ * machine: only the port of the session's `ui_url` matters.
  *
  * Pure TypeScript: no JupyterLab imports, so that it can be unit-tested in Node.
  */
@@ -31,13 +35,16 @@ export function sparkUiPort(uiUrl: string): number | null {
   return Number.isInteger(port) && port > 0 && port < 65536 ? port : null;
 }
 
+/** The server extension's route to a Spark UI port (server/spark_ui_route.py). */
+export const SPARK_UI_ROUTE = 'spark-sessions/ui';
+
 function proxied(baseUrl: string, uiUrl: string, path: string): string | null {
   const port = sparkUiPort(uiUrl);
   if (port === null) {
     return null;
   }
   const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
-  return `${base}proxy/${port}/${path}`;
+  return `${base}${SPARK_UI_ROUTE}/${port}/${path}`;
 }
 
 /** The Spark UI's job list of a session, or null without a UI. */

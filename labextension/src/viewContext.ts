@@ -11,7 +11,7 @@ export interface IViewContext {
   readonly model: SidebarModel;
   /** The time of the render (epoch seconds). */
   readonly now: number;
-  /** The Jupyter server's base URL, where jupyter-server-proxy serves Spark's UI. */
+  /** The Jupyter server's base URL, under which the server extension serves Spark's UI (`spark-sessions/ui/{port}/`). */
   readonly baseUrl: string;
   /** Whether a connection to the kernel is open: Cancel buttons need one. */
   readonly connected: boolean;

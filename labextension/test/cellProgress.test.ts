@@ -107,7 +107,7 @@ describe('the view', () => {
       '.jp-SparkCell-job'
     ) as HTMLAnchorElement;
     expect(jobLink.getAttribute('href')).toMatch(
-      /proxy\/4040\/jobs\/job\/\?id=1$/
+      /spark-sessions\/ui\/4040\/jobs\/job\/\?id=1$/
     );
     const cancel = node.querySelector(
       '[data-testid="spark-cell-cancel"]'
@@ -140,7 +140,7 @@ describe('the view', () => {
     );
     const jobLink = renderer.node.querySelector('.jp-SparkCell-job');
     expect(jobLink?.getAttribute('href')).toMatch(
-      /proxy\/4045\/connect\/session\/\?id=s-1&userId=$/
+      /spark-sessions\/ui\/4045\/connect\/session\/\?id=s-1&userId=$/
     );
   });
 

@@ -382,12 +382,12 @@ describe('SparkSessionsSidebar progress, timeline and Spark UI links', () => {
     );
     const sessionLinks = q(root, 'jss-session-ui-link') as HTMLAnchorElement[];
     expect(sessionLinks.map(a => a.getAttribute('href'))).toEqual([
-      `${BASE_URL}proxy/4041/jobs/`,
-      `${BASE_URL}proxy/4050/jobs/`
+      `${BASE_URL}spark-sessions/ui/4041/jobs/`,
+      `${BASE_URL}spark-sessions/ui/4050/jobs/`
     ]);
     const jobLinks = q(root, 'jss-job-ui-link') as HTMLAnchorElement[];
     expect(jobLinks.map(a => a.getAttribute('href'))).toEqual([
-      `${BASE_URL}proxy/4041/jobs/job/?id=31`
+      `${BASE_URL}spark-sessions/ui/4041/jobs/job/?id=31`
     ]);
     for (const link of [...sessionLinks, ...jobLinks]) {
       expect(link.target).toBe('_blank');

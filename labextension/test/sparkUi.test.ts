@@ -20,15 +20,15 @@ describe('Spark UI links through the Jupyter server', () => {
   it("link a session to its driver's job list", () => {
     expect(
       sparkJobsUrl('http://127.0.0.1:8888/', 'http://127.0.0.1:4040')
-    ).toBe('http://127.0.0.1:8888/proxy/4040/jobs/');
+    ).toBe('http://127.0.0.1:8888/spark-sessions/ui/4040/jobs/');
   });
 
   it('link a job to its page, under a base URL with or without its slash', () => {
     expect(sparkJobUrl('http://hub/user/ann/', 'http://10.0.0.5:4041', 7)).toBe(
-      'http://hub/user/ann/proxy/4041/jobs/job/?id=7'
+      'http://hub/user/ann/spark-sessions/ui/4041/jobs/job/?id=7'
     );
     expect(sparkJobUrl('http://hub/user/ann', 'http://10.0.0.5:4041', 0)).toBe(
-      'http://hub/user/ann/proxy/4041/jobs/job/?id=0'
+      'http://hub/user/ann/spark-sessions/ui/4041/jobs/job/?id=0'
     );
   });
 
