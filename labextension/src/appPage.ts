@@ -57,3 +57,33 @@ export function reopenSidebar(
     return false;
   }
 }
+
+/**
+ * Notebook 7's command behind View > Right Sidebar > "Show Spark Sessions"
+ * (and the palette's "Show Spark Sessions in the right sidebar"): it shows the
+ * panel, or hides it when it is the panel shown.
+ */
+export const TOGGLE_PANEL_COMMAND = 'application:toggle-panel';
+
+/** A command that ran, as the command registry's `commandExecuted` tells it. */
+export interface IExecutedCommand {
+  id: string;
+  args: { readonly [key: string]: unknown };
+}
+
+/**
+ * Whether Notebook 7's "Show Spark Sessions" just hid the sidebar (it was
+ * open): the item says "Show", so it only shows, and the sidebar is shown
+ * again at once (its × closes it). `sidebarVisible` is after the command.
+ */
+export function showItemHidSidebar(
+  executed: IExecutedCommand,
+  sidebarId: string,
+  sidebarVisible: boolean
+): boolean {
+  return (
+    executed.id === TOGGLE_PANEL_COMMAND &&
+    executed.args?.id === sidebarId &&
+    !sidebarVisible
+  );
+}

@@ -45,7 +45,14 @@ function renderGroup(
   row.dataset.state = state;
 
   const top = el('div', 'jp-SparkSessions-groupTop');
-  const groupId = el('span', 'jp-SparkSessions-groupId', group.id);
+  // A long id wraps after its session's name first ("marketing_attribution:" /
+  // "background"), mid-word only when that part alone is too long.
+  const groupId = el('span', 'jp-SparkSessions-groupId');
+  const colon = group.id.lastIndexOf(':');
+  groupId.append(group.id.slice(0, colon + 1));
+  if (colon >= 0) {
+    groupId.append(document.createElement('wbr'), group.id.slice(colon + 1));
+  }
   groupId.title = group.id;
   top.appendChild(groupId);
   const badge = el('span', `jp-SparkSessions-badge jp-mod-${state}`, state);
@@ -59,7 +66,10 @@ function renderGroup(
   context.everySecond(now => {
     elapsed.textContent = formatDuration(elapsedSeconds(group, now));
   });
-  top.appendChild(elapsed);
+  // The elapsed time and Cancel go together to the right, under the id and
+  // state when the three do not fit on one line (the sidebar's 250 px).
+  const actions = el('span', 'jp-SparkSessions-groupActions');
+  actions.appendChild(elapsed);
   const cancel = el('button', 'jp-SparkSessions-button', 'Cancel');
   cancel.dataset.testid = 'jss-cancel-group';
   cancel.title = `Cancel the jobs of ${group.id}`;
@@ -67,7 +77,8 @@ function renderGroup(
   cancel.addEventListener('click', () =>
     context.cancel({ groups: [group.id] })
   );
-  top.appendChild(cancel);
+  actions.appendChild(cancel);
+  top.appendChild(actions);
   row.appendChild(top);
 
   if (group.description) {

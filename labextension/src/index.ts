@@ -11,14 +11,21 @@ import { cellProgressPlugin } from './cellProgressPlugin';
 import {
   pageShowsNotebooks,
   rememberSidebarOpen,
-  reopenSidebar
+  reopenSidebar,
+  showItemHidSidebar
 } from './appPage';
+import { withStatusUntracked } from './messages';
 import { SIDEBAR_ID, SparkSessionsSidebar } from './sidebar';
 
 export { ADD_FILE_COMMAND, SIDEBAR_ID };
 
 /** Where the sidebar sits among the right area's panels. */
 const SIDEBAR_RANK = 900;
+/**
+ * The page option listing the message types whose statuses the kernel
+ * connection of JupyterLab 4 and Notebook 7 does not take for the kernel's.
+ */
+const UNTRACKED_OPTION = 'untracked_message_types';
 
 /**
  * The Spark Sessions sidebar: the sessions of the current notebook's kernel,
@@ -41,6 +48,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (!pageShowsNotebooks(notebookPage)) {
       return;
     }
+    // The kernel's status follows its main shell, not the sidebar's requests.
+    PageConfig.setOption(
+      UNTRACKED_OPTION,
+      withStatusUntracked(PageConfig.getOption(UNTRACKED_OPTION))
+    );
     const storage = pageStorage();
     const sidebar = new SparkSessionsSidebar(tracker, undefined, {
       onShown: shown => rememberSidebarOpen(storage, shown)
@@ -50,6 +62,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       // Notebook 7: open again on this notebook's page, as on the last one.
       void app.restored.then(() => app.shell.activateById(SIDEBAR_ID));
     }
+    app.commands.commandExecuted.connect((_, executed) => {
+      if (showItemHidSidebar(executed, SIDEBAR_ID, sidebar.isVisible)) {
+        app.shell.activateById(SIDEBAR_ID); // "Show" only shows
+      }
+    });
     if (factory) {
       // "Add to Spark Session…" in the file browser's context menu (files only)
       addFileCommand(app, factory, sidebar);

@@ -32,6 +32,48 @@ export const CONTROL_REPLY = 'spark_sessions_reply';
 /** The comm target a frontend opens to receive board pushes. */
 export const COMM_TARGET = 'jupyter_spark_sessions';
 
+/**
+ * The requests the sidebar makes (or makes JupyterLab make) while a cell may
+ * be running. ipykernel 7 answers each with a busy then an idle status on
+ * IOPub, whose parent is the request: on the control channel (the probe, `list`,
+ * cancel; JupyterLab's `create_subshell_request` for the comm's subshell) and
+ * on a subshell (the comm's `comm_open`). JupyterLab took that idle for the
+ * kernel's and read "Idle" while the cell ran (issue 39, 8). It skips the
+ * statuses of the parent types listed in the page option
+ * `untracked_message_types` (the Jupyter server's list: `kernel_info_request`
+ * and others already): these are added to it. Not `comm_msg`, whose status
+ * is a widget callback's busy.
+ */
+export const STATUS_UNTRACKED_TYPES: ReadonlyArray<string> = [
+  CONTROL_REQUEST,
+  'kernel_info_request',
+  'create_subshell_request',
+  'delete_subshell_request',
+  'list_subshell_request',
+  'comm_open'
+];
+
+/**
+ * The page option `untracked_message_types` (a JSON list, or '' when the
+ * server gives none) with STATUS_UNTRACKED_TYPES added; unchanged when it
+ * holds them all already, or when it is not a list (it is not ours to fix).
+ */
+export function withStatusUntracked(option: string): string {
+  let types: unknown = [];
+  if (option.trim() !== '') {
+    try {
+      types = JSON.parse(option);
+    } catch {
+      return option;
+    }
+  }
+  if (!Array.isArray(types)) {
+    return option;
+  }
+  const missing = STATUS_UNTRACKED_TYPES.filter(t => !types.includes(t));
+  return missing.length ? JSON.stringify([...types, ...missing]) : option;
+}
+
 /** The final states: the kernel reports them once Spark says the jobs ended. */
 export const FINAL_STATES: ReadonlyArray<GroupState> = [
   'succeeded',

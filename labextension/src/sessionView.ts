@@ -36,7 +36,12 @@ export function renderSession(
   return block;
 }
 
-/** The session's line: what it is, where it runs, and Cancel all. */
+/**
+ * The session's lines: its name and Cancel all (under the name when both do
+ * not fit), then what it is and where it runs, on a line of its own: at
+ * JupyterLab's default width (250 px) nothing is cut and nothing lies under
+ * the button.
+ */
 function renderSessionRow(
   session: Session,
   context: IViewContext
@@ -44,9 +49,9 @@ function renderSessionRow(
   const row = el('div', 'jp-SparkSessions-session');
   row.dataset.testid = 'jss-session';
   row.dataset.session = session.name;
+  row.appendChild(el('span', 'jp-SparkSessions-sessionName', session.name));
 
   const info = el('div', 'jp-SparkSessions-sessionInfo');
-  info.appendChild(el('span', 'jp-SparkSessions-sessionName', session.name));
   const origin = el('span', 'jp-SparkSessions-tag', session.origin);
   origin.dataset.origin = session.origin;
   info.appendChild(origin);
@@ -76,7 +81,6 @@ function renderSessionRow(
     link.dataset.testid = 'jss-session-ui-link';
     info.appendChild(link);
   }
-  row.appendChild(info);
   if (session.disconnected) {
     const warning = el(
       'div',
@@ -96,13 +100,13 @@ function renderSessionRow(
     context.cancel({ session: session.name })
   );
   row.appendChild(cancelAll);
+  row.appendChild(info);
   return row;
 }
 
 /**
- * Its own packages on a line of their own under the session's line: a long
- * list wraps there without making that line taller (its Cancel all, centred on
- * it, would move over the share).
+ * Its own packages on a line of their own under the session's lines: a long
+ * list wraps there.
  */
 function renderPackages(packages: string): HTMLElement {
   const line = el('div', 'jp-SparkSessions-packages', packages);

@@ -2,8 +2,10 @@ import { describe, expect, it } from 'vitest';
 
 import {
   SIDEBAR_OPEN_KEY,
+  TOGGLE_PANEL_COMMAND,
   rememberSidebarOpen,
-  reopenSidebar
+  reopenSidebar,
+  showItemHidSidebar
 } from '../src/appPage';
 
 class MemoryStorage {
@@ -42,5 +44,25 @@ describe('the sidebar across Notebook 7 pages (issue 28, 9)', () => {
     expect(() => rememberSidebarOpen(refusing, true)).not.toThrow();
     expect(reopenSidebar(refusing, 'notebooks')).toBe(false);
     expect(reopenSidebar(null, 'notebooks')).toBe(false);
+  });
+});
+
+describe('Notebook 7\'s "Show Spark Sessions" (issue 39, 5)', () => {
+  const show = {
+    id: TOGGLE_PANEL_COMMAND,
+    args: { side: 'right', title: 'Show Spark Sessions', id: 'sidebar' }
+  };
+
+  it('is undone when it hid the open sidebar: "Show" only shows', () => {
+    expect(showItemHidSidebar(show, 'sidebar', false)).toBe(true);
+    expect(showItemHidSidebar(show, 'sidebar', true)).toBe(false);
+  });
+
+  it("leaves other panels' items and other commands alone", () => {
+    const other = { ...show, args: { ...show.args, id: 'toc' } };
+    expect(showItemHidSidebar(other, 'sidebar', false)).toBe(false);
+    expect(
+      showItemHidSidebar({ id: 'other', args: show.args }, 'sidebar', false)
+    ).toBe(false);
   });
 });

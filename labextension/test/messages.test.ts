@@ -5,10 +5,12 @@ import {
   CONTROL_REPLY,
   CONTROL_REQUEST,
   PROTOCOL_VERSION,
+  STATUS_UNTRACKED_TYPES,
   addRequest,
   applyBoardPatch,
   cancelRequest,
-  parseCommMessage
+  parseCommMessage,
+  withStatusUntracked
 } from '../src/messages';
 import type { BoardPatchMessage } from '../src/protocol';
 import schema from '../../jupyter_spark_sessions/protocol.schema.json';
@@ -140,5 +142,36 @@ describe('board patches', () => {
     const message = patch({ groups: [c] });
     expect(parseCommMessage(message)).toEqual(message);
     expect(parseCommMessage({ ...message, removed_groups: 'x' })).toBeNull();
+  });
+});
+
+describe("the kernel's status follows its main shell (issue 39, 8)", () => {
+  const server = JSON.stringify(['comm_info_request', 'kernel_info_request']);
+
+  it("adds the sidebar's requests to the server's untracked types", () => {
+    const types = JSON.parse(withStatusUntracked(server));
+    expect(types.slice(0, 2)).toEqual([
+      'comm_info_request',
+      'kernel_info_request'
+    ]);
+    for (const type of [
+      CONTROL_REQUEST,
+      'create_subshell_request',
+      'comm_open'
+    ]) {
+      expect(types).toContain(type);
+    }
+    expect(types).not.toContain('comm_msg'); // a widget callback's busy
+    expect(new Set(types).size).toBe(types.length);
+  });
+
+  it('changes nothing twice, and leaves a list it cannot read alone', () => {
+    const once = withStatusUntracked(server);
+    expect(withStatusUntracked(once)).toBe(once);
+    expect(JSON.parse(withStatusUntracked(''))).toEqual([
+      ...STATUS_UNTRACKED_TYPES
+    ]);
+    expect(withStatusUntracked('not json')).toBe('not json');
+    expect(withStatusUntracked('{"a": 1}')).toBe('{"a": 1}');
   });
 });

@@ -120,7 +120,7 @@ describe("a group's jobs", () => {
     expect(old.textContent).toBe('Job 30/1 tasks \u00b7 cancelled');
     expect(old.querySelector('a')).toBeNull();
     expect(live.querySelector('a')?.getAttribute('href')).toBe(
-      '/base/proxy/4040/jobs/job/?id=4'
+      '/base/spark-sessions/ui/4040/jobs/job/?id=4'
     );
   });
 
@@ -132,7 +132,7 @@ describe("a group's jobs", () => {
     });
     const operation = job({ id: 1, operation_id: 'op-1' });
     expect(jobLink(operation, connect, '/base/')).toBe(
-      '/base/proxy/4045/connect/session/?id=s-1&userId=ann'
+      '/base/spark-sessions/ui/4045/connect/session/?id=s-1&userId=ann'
     );
     // A remote server's UI is not known: no link, as before.
     const remote = session({ backend: 'connect' });
@@ -198,5 +198,45 @@ describe('the session view', () => {
     expect(
       (q(block, 'jss-cancel-session')[0] as HTMLButtonElement).disabled
     ).toBe(true);
+  });
+});
+
+describe('the layout at 250 px (issue 39, 4)', () => {
+  it("puts Cancel all beside the session's name, its details on a line of their own", () => {
+    const { ctx } = context(true);
+    const [row] = q(renderSession(session(), ctx), 'jss-session');
+    const parts = Array.from(row.children).map(c => c.className);
+    expect(parts).toEqual([
+      'jp-SparkSessions-sessionName',
+      'jp-SparkSessions-button',
+      'jp-SparkSessions-sessionInfo'
+    ]);
+    // the share is among the details, not beside the button
+    expect(
+      row.querySelector(
+        '.jp-SparkSessions-sessionInfo [data-testid="jss-session-share"]'
+      )
+    ).not.toBeNull();
+  });
+
+  it("keeps a group's elapsed time and Cancel together, after its id and state", () => {
+    const { ctx } = context(true);
+    const top = renderGroups([group()], null, ctx).querySelector(
+      '.jp-SparkSessions-groupTop'
+    )!;
+    expect(Array.from(top.children).map(c => c.className)).toEqual([
+      'jp-SparkSessions-groupId',
+      'jp-SparkSessions-badge jp-mod-running',
+      'jp-SparkSessions-groupActions'
+    ]);
+    // the id may wrap after its session's name, and reads as one
+    const id = top.firstElementChild!;
+    expect(id.textContent).toBe('etl:12');
+    expect(id.innerHTML).toBe('etl:<wbr>12');
+    const actions = top.lastElementChild!;
+    expect(actions.children[0].className).toBe('jp-SparkSessions-elapsed');
+    expect((actions.children[1] as HTMLElement).dataset.testid).toBe(
+      'jss-cancel-group'
+    );
   });
 });

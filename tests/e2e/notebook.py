@@ -126,3 +126,54 @@ def assert_inside(inner: Any, outer: Any) -> None:
         assert part is not None
         assert part["x"] >= box["x"] and part["y"] >= box["y"], (part, box)
         assert part["x"] + part["width"] <= box["x"] + box["width"], (part, box)
+
+
+def show_spark_sessions_notebook7(page: Any) -> None:
+    """Click Notebook 7's View > Right Sidebar > Show Spark Sessions, open or not."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="View").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Right Sidebar").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Show Spark Sessions").first.click()
+
+
+def kernel_status_text(page: Any) -> str:
+    """JupyterLab's status bar item of the notebook's kernel: "Python 3 (ipykernel) |
+    Busy"."""
+    item = page.locator("#jp-main-statusbar .jp-StatusBar-TextItem", has_text=" | ")
+    return str(item.first.inner_text())
+
+
+def cut_elements(container: Any, selector: str) -> list[str]:
+    """The elements of ``selector`` in ``container`` not shown whole: their content is
+    wider than their box (scrollWidth > clientWidth, 1 px rounding allowed), or their box
+    reaches past the container's left or right edge. Each as "class: text (why)"."""
+    cut: list[str] = container.evaluate(
+        """(root, selector) => {
+          const edge = root.getBoundingClientRect();
+          const cut = [];
+          for (const e of root.querySelectorAll(selector)) {
+            const box = e.getBoundingClientRect();
+            const wider = e.scrollWidth > e.clientWidth + 1;
+            const out = box.left < edge.left - 0.5 || box.right > edge.right + 0.5;
+            if (wider || out) {
+              cut.push(`${e.className}: ${e.textContent} (scrollWidth ${e.scrollWidth}, ` +
+                `clientWidth ${e.clientWidth}, ${box.left}-${box.right} in ` +
+                `${edge.left}-${edge.right})`);
+            }
+          }
+          return cut;
+        }""",
+        selector,
+    )
+    return cut
+
+
+def overlapping(first: Any, second: Any) -> bool:
+    """Whether the boxes of two elements (Playwright locators) intersect."""
+    a, b = first.bounding_box(), second.bounding_box()
+    assert a is not None and b is not None
+    return bool(
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )

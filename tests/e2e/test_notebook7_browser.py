@@ -23,6 +23,7 @@ from .notebook import (
     rerun_after_run_all_stopped,
     run_all,
     run_cell,
+    show_spark_sessions_notebook7,
     wait_for_sessions,
 )
 from .test_cell_progress_browser import check_cell_progress
@@ -38,6 +39,11 @@ def test_notebook7_sidebar_lists_sessions_and_cancels_a_busy_cells_group(
     page = notebook7_page
     open_notebook(page, notebook7, "nb7.ipynb", TWO_SESSIONS_CELLS, app="notebook")
     sidebar = open_sidebar_notebook7(page)
+    # View > Right Sidebar > "Show Spark Sessions" with the sidebar open: it stays
+    # open, as its label says (issue 39, 5: it hid it).
+    show_spark_sessions_notebook7(page)
+    page.wait_for_timeout(500)
+    assert sidebar.is_visible()
     assert sidebar.locator("[data-testid='jss-notebook']").inner_text() == "nb7.ipynb"
     assert sidebar.locator("[data-testid='jss-kernel']").inner_text() == "Python 3 (ipykernel)"
 
@@ -58,11 +64,11 @@ def test_notebook7_sidebar_lists_sessions_and_cancels_a_busy_cells_group(
         "[data-testid='jss-session'][data-session='a'] [data-testid='jss-session-ui-link']"
     )
     href = session_link.get_attribute("href")
-    match = re.fullmatch(rf"{re.escape(notebook7.url)}/proxy/(\d+)/jobs/", href or "")
+    match = re.fullmatch(rf"{re.escape(notebook7.url)}/spark-sessions/ui/(\d+)/jobs/", href or "")
     assert match, href
     job_link = group_a.locator("[data-testid='jss-job-ui-link']").first
     assert re.fullmatch(
-        rf"{re.escape(notebook7.url)}/proxy/{match[1]}/jobs/job/\?id=\d+",
+        rf"{re.escape(notebook7.url)}/spark-sessions/ui/{match[1]}/jobs/job/\?id=\d+",
         job_link.get_attribute("href") or "",
     ), job_link.get_attribute("href")
     assert job_link.get_attribute("target") == "_blank"

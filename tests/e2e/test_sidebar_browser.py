@@ -18,8 +18,11 @@ from .notebook import (
     SETUP_CELL,
     assert_inside,
     cell_output,
+    cut_elements,
+    kernel_status_text,
     open_notebook,
     open_sidebar,
+    overlapping,
     rerun_after_run_all_stopped,
     run_all,
     run_cell,
@@ -77,6 +80,56 @@ def set_theme(page: Any, name: str) -> None:
 FILE_OF = {"a": "lookup.csv", "b": "rates.csv"}
 FILES_CELL = "\n".join(f"%spark_session add_file {s} data_{s}/{f}" for s, f in FILE_OF.items())
 
+# A session of a long name, with long group ids (issue 39, 4: at JupyterLab's default
+# width the sidebar cut them): a job in a plain thread (its background group), and one
+# in its group 1. `spark` stays unbound, as the later cells expect.
+LONG_NAME = "marketing_attribution"
+LONG_NAME_CELL = f"""%spark_session create {LONG_NAME}
+import threading
+from jupyter_spark_sessions.app import default_registry
+_long = default_registry().session("{LONG_NAME}")
+_plain = threading.Thread(target=lambda: _long.range(3).count())
+_plain.start()
+_plain.join()
+with default_registry().running_in("{LONG_NAME}", 1) as _s:
+    _s.range(3).count()"""
+
+# What must show whole in the sidebar: names, states, ids, and the lines they are on.
+WHOLE = ", ".join(
+    f".jp-SparkSessions-{part}"
+    for part in (
+        "sessionName",
+        "session",
+        "sessionInfo > *",
+        "button",
+        "group",
+        "groupTop",
+        "groupId",
+        "badge",
+        "job",
+        "jobTasks",
+        "stage",
+    )
+)
+
+
+def check_layout(sidebar: Any) -> None:
+    """Nothing cut, and no button over text (issue 39, 4)."""
+    assert cut_elements(sidebar, WHOLE) == []
+    for row in sidebar.locator("[data-testid='jss-session']").all():
+        button = row.locator("[data-testid='jss-cancel-session']")
+        for text in (
+            row.locator(".jp-SparkSessions-sessionName"),
+            row.locator(".jp-SparkSessions-sessionInfo"),
+        ):
+            assert not overlapping(button, text), row.inner_text()
+        for share in row.locator("[data-testid='jss-session-share']").all():
+            assert not overlapping(button, share), row.inner_text()
+    for group in sidebar.locator("[data-testid='jss-group']").all():
+        button = group.locator("[data-testid='jss-cancel-group']")
+        for part in (".jp-SparkSessions-groupId", ".jp-SparkSessions-badge"):
+            assert not overlapping(button, group.locator(part)), group.inner_text()
+
 
 def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, page: Any) -> None:
     sidebar = open_sidebar(page)
@@ -87,7 +140,7 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
             f"/api/contents/data_{name}/{file}",
             {"type": "file", "format": "text", "content": f"key,value\n1,{name}\n"},
         )
-    setup = f"{SETUP_CELL}\n{FILES_CELL}"
+    setup = f"{SETUP_CELL}\n{FILES_CELL}\n{LONG_NAME_CELL}"
     cells = [
         setup,
         B_BACKGROUND_CELL,
@@ -136,10 +189,31 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     for row in (group_a, group_b):
         assert_inside(row.locator("[data-testid='jss-cancel-group']"), row)
     assert_inside(sidebar.locator("button"), sidebar)
+    # The kernel's status follows the running cell, not the sidebar's requests: its
+    # probe, subscription (its subshell) after cell 1 loaded the extension were
+    # answered while cell 3 ran, and each answer's idle read "Idle" (issue 39, 8).
+    assert kernel_status_text(page) == "Python 3 (ipykernel) | Busy"
+
+    # At JupyterLab's default width (250 px), names, ids and states whole, no button
+    # over text (issue 39, 4): a's and b's groups running, the long name's ended.
+    box = sidebar.bounding_box()
+    assert box is not None and box["width"] <= 260, box
+    # Its background group, and the group of the cell (its number is the kernel's).
+    long_groups = sidebar.locator(
+        f"[data-testid='jss-group'][data-group^='{LONG_NAME}:'][data-state='succeeded']"
+    )
+    long_groups.and_(page.locator(f"[data-group='{LONG_NAME}:background']")).wait_for(
+        timeout=30_000
+    )
+    long_groups.nth(1).wait_for(timeout=30_000)
+    check_layout(sidebar)
 
     save_screenshot(page, "sidebar-light.png")
+    save_screenshot(sidebar, "sidebar-250-light.png")
     set_theme(page, "JupyterLab Dark")
+    check_layout(sidebar)
     save_screenshot(page, "sidebar-dark.png")
+    save_screenshot(sidebar, "sidebar-250-dark.png")
     set_theme(page, "JupyterLab Light")
 
     group_a.locator("[data-testid='jss-cancel-group']").click()  # the cell is busy
