@@ -294,13 +294,17 @@ def test_a_sessions_share_of_the_slots_is_set_at_create_and_changed_for_new_jobs
     sessions.ok("%spark_session stop heavy")
 
 
-def test_help_shows_every_subcommand(sessions: Kernel) -> None:
+def test_help_is_a_page_of_examples_and_help_gives_a_subcommand_in_full(sessions: Kernel) -> None:
     result = sessions.ok("%spark_session?")
     text = "".join(p.get("data", {}).get("text/plain", "") for p in result.payload)
     for sub in ("create", "adopt", "use", "list", "info", "stop", "restart", "reconnect"):
-        assert f"usage: %spark_session {sub}" in text
-        assert f"Example: %spark_session {sub}" in text
+        assert f"%spark_session {sub} " in text
     assert "::" not in text and "%%spark_session create" not in text
+    assert len(text.splitlines()) < 60, text  # a page, not every option of every subcommand
+    for sub in ("create", "stop"):
+        full = sessions.ok(f"%spark_session help {sub}").stdout
+        assert f"usage: %spark_session {sub}" in full
+        assert f"Example: %spark_session {sub}" in full
 
 
 def test_a_bare_magic_prints_a_short_usage_that_points_at_the_help(sessions: Kernel) -> None:
