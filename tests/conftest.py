@@ -25,7 +25,7 @@ import jvm_options
 import pytest
 from process_census import ProcessCensus, summary_line
 
-from kernel_driver import Kernel
+from kernel_driver import Kernel, start_with_profile
 
 # Executors' Python workers must be this interpreter (it has pyarrow and the package).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -51,10 +51,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+#: The plain test configuration, the shared kernel's. Its local Spark Connect server
+#: (``--remote local``: started by the first module that asks, then kept by the kernel
+#: like its SparkContext) runs on local[2] without a UI, and a Connect call gives up on an
+#: unreachable server after about 3 s.
 SPARK_TEST_CONF = (
     "c.SparkSessionsConfig.default_master = 'local[2]'\n"
     "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false', "
     "'spark.ui.showConsoleProgress': 'false'}\n"
+    "c.SparkSessionsConfig.connect_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'false'}\n"
+    "c.SparkSessionsConfig.connect_retry_seconds = 3.0\n"
 )
 
 
@@ -165,19 +172,21 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
 
 
 def start_extension_kernel(
-    tmp_path_factory: pytest.TempPathFactory, config: str, env: dict[str, str] | None = None
+    tmp_path_factory: pytest.TempPathFactory,
+    config: str,
+    env: dict[str, str] | None = None,
+    **options: Any,
 ) -> Kernel:
     """A kernel whose IPython profile holds ``config``, with jupyter_spark_sessions loaded
-    (``env``: more environment variables for the kernel)."""
-    profile = tmp_path_factory.mktemp("ipython")
-    (profile / "profile_default").mkdir()
-    (profile / "profile_default" / "ipython_config.py").write_text(config)
-    k = Kernel(
-        env={"IPYTHONDIR": str(profile), **(env or {})},
-        cwd=str(tmp_path_factory.mktemp("cwd")),
+    (``env``: more environment variables for the kernel; ``options``: more arguments of
+    ``Kernel``, such as ``drop_env``)."""
+    return start_with_profile(
+        tmp_path_factory.mktemp("ipython"),
+        config,
+        tmp_path_factory.mktemp("cwd"),
+        env,
+        **options,
     )
-    k.ok("%load_ext jupyter_spark_sessions")
-    return k
 
 
 def jvm_threads(kernel: Kernel, names: tuple[str, ...] = ("dag-scheduler", "appStatus")) -> str:
@@ -208,6 +217,7 @@ RESET = """
 def _jss_reset(settings):
     import time
     from pyspark import SparkContext
+    from jupyter_spark_sessions.errors import SparkSessionsError
     registry = __import__('jupyter_spark_sessions').default_registry()
     # Every job ends first, while its session is still registered: the board shows a
     # group's end only for sessions it follows.
@@ -215,7 +225,10 @@ def _jss_reset(settings):
     if sc is not None:  # jobs of threads and of sessions made outside the registry too
         sc.cancelAllJobs()
     for name in registry.names():
-        session = registry.session(name)
+        try:
+            session = registry.session(name)
+        except SparkSessionsError:  # unusable (a Connect server a module killed): runs nothing
+            continue
         if hasattr(session, 'interruptAll') and getattr(session, 'session_id', None):
             session.interruptAll()  # a Spark Connect session's operations
     # Bounded (the cell's timeout is 240 s): a job Spark never ends is reported after it.

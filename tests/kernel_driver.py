@@ -247,6 +247,36 @@ class Kernel:
         self.shutdown_seconds = time.monotonic() - started
 
 
+def start_with_profile(
+    ipython_dir: Path, config: str, cwd: Path, env: dict[str, str] | None = None, **options: Any
+) -> Kernel:
+    """A kernel whose IPython profile (``ipython_dir``/profile_default, made here) holds
+    ``config``, with jupyter_spark_sessions loaded. ``env``: more environment variables
+    for the kernel; ``options``: more arguments of ``Kernel`` (``drop_env``,
+    ``server_log``)."""
+    profile = ipython_dir / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text(config)
+    kernel = Kernel(env={"IPYTHONDIR": str(ipython_dir), **(env or {})}, cwd=str(cwd), **options)
+    kernel.ok("%load_ext jupyter_spark_sessions")
+    return kernel
+
+
+def assert_session_lost(result: CellResult, error_value: str) -> None:
+    """The cell ended with a one-line ``SessionLostError`` that says ``error_value``."""
+    assert result.error_name == "SessionLostError" and len(result.traceback) == 1, (
+        f"{result.error_name}: {result.error_value[:300]}; traceback: {result.traceback}"
+    )
+    assert result.error_value == error_value, result.error_value
+
+
+def assert_active(kernel: Kernel, ident: str, where: str, probe: str = "_active()") -> None:
+    """Spark's active session, read both ways PySpark has (``getActiveSession()`` and
+    ``active()``: test_connect_kernel's ACTIVE, whose ``_active()`` reads them now and
+    whose result a cell may have kept in a variable, ``probe``), is session ``ident``."""
+    assert kernel.value(probe) == [ident, ident], where
+
+
 def assert_cancelled_in_one_line(
     result: CellResult, group_id: str, source: str = "", error_name: str = "JobsCancelled"
 ) -> None:

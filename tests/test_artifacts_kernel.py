@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SharedKernel, start_extension_kernel
 
 from kernel_driver import Kernel
 
@@ -24,23 +25,20 @@ import importlib, os
 import pandas as pd
 from pyspark.sql.functions import pandas_udf, udf
 
-@udf("string")
-def read_file(path):
+def _read(path):
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
     except Exception as exc:
         return "ERR " + type(exc).__name__
 
+@udf("string")
+def read_file(path):
+    return _read(path)
+
 @pandas_udf("string")
 def read_file_pd(paths: pd.Series) -> pd.Series:
-    def read(path):
-        try:
-            with open(path, encoding="utf-8") as fh:
-                return fh.read()
-        except Exception as exc:
-            return "ERR " + type(exc).__name__
-    return paths.map(read)
+    return paths.map(_read)
 
 @udf("string")
 def import_value(module):
@@ -86,20 +84,25 @@ def write_inputs(root: Path) -> dict[str, str]:
 def kernel_on(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Kernel, dict[str, str]]]:
+    """A kernel on the master asked for, with sessions a, b and c and the probes: on
+    local[2], the plain test configuration, the run's shared kernel (reset for this
+    module); on local-cluster, a kernel of its own."""
     master = request.param
-    profile = tmp_path_factory.mktemp("ipython")
-    (profile / "profile_default").mkdir()
-    (profile / "profile_default" / "ipython_config.py").write_text(
-        f"c.SparkSessionsConfig.default_master = {master!r}\n"
-        "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"
-    )
-    kernel = Kernel(env={"IPYTHONDIR": str(profile)}, cwd=str(tmp_path_factory.mktemp("cwd")))
     paths = write_inputs(tmp_path_factory.mktemp("inputs"))
-    kernel.ok("%load_ext jupyter_spark_sessions")
+    if master == "local[2]":
+        shared: SharedKernel = request.getfixturevalue("shared_kernel")
+        kernel = shared.reset()
+    else:
+        kernel = start_extension_kernel(
+            tmp_path_factory,
+            f"c.SparkSessionsConfig.default_master = {master!r}\n"
+            "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n",
+        )
     kernel.ok("%spark_session create a\n%spark_session create b\n%spark_session create c")
     kernel.ok(PROBES)
     yield kernel, paths
-    kernel.shutdown()
+    if master != "local[2]":  # the shared kernel: the next module's reset cleans up
+        kernel.shutdown()
 
 
 def probe(kernel: Kernel, session: str, udf: str, arg: str) -> Any:

@@ -16,25 +16,16 @@ import re
 import signal
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import start_extension_kernel
+from conftest import SharedKernel
 from test_job_board_kernel import board, request, wait_for_group
 
-from kernel_driver import Kernel, assert_cancelled_in_one_line
+from kernel_driver import Kernel, assert_active, assert_cancelled_in_one_line, assert_session_lost
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
-
-CONNECT_CONF = (
-    "c.SparkSessionsConfig.default_master = 'local[2]'\n"
-    "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"
-    "c.SparkSessionsConfig.connect_master = 'local[2]'\n"
-    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'false'}\n"
-    "c.SparkSessionsConfig.connect_retry_seconds = 3.0\n"
-)
 
 # Connect UDFs come from pyspark.sql.connect.functions: PySpark picks the flavour of
 # pyspark.sql.functions per process, and this kernel also runs classic sessions.
@@ -128,12 +119,15 @@ def connect_registry(expression: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = start_extension_kernel(tmp_path_factory, CONNECT_CONF)
+def kernel(shared_kernel: SharedKernel) -> Kernel:
+    """The run's shared kernel (its configuration has the local Connect server's
+    settings: conftest's SPARK_TEST_CONF), reset for this module, with Connect sessions c1
+    and c2. Its last test kills the local server: the next ``--remote local`` starts a
+    new one, as ``reconnect`` does."""
+    k = shared_kernel.reset()
     k.ok("%spark_session create c1 --remote local\n%spark_session create c2 --remote local")
     k.ok(f"{UDFS}\n_reg = __import__('jupyter_spark_sessions').default_registry()\n{ACTIVE}")
-    yield k
-    k.shutdown()
+    return k
 
 
 def in_session(kernel: Kernel, name: str, expression: str) -> Any:
@@ -315,17 +309,15 @@ def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: K
     kernel.ok("%%spark_session gone\ngone_df = spark.range(3)")
     kernel.ok("%spark_session stop gone")
     kernel.ok(
-        "_jss_gone_release = __import__('jupyter_spark_sessions')."
-        "default_registry()._releases['gone']\n"
+        f"_jss_gone_release = {connect_registry('_releases')}['gone']\n"
         "assert _jss_gone_release.wait(30) and _jss_gone_release.error is None"
     )
     # An object the released session made: one line saying whose it was. (Before the
     # release ends, its query would be cancelled as the stop's: "... by `stop`".)
-    stale = kernel.execute("gone_df.count()")
-    assert stale.error_name == "SessionLostError" and len(stale.traceback) == 1, stale.traceback
-    assert stale.error_value == (
+    assert_session_lost(
+        kernel.execute("gone_df.count()"),
         "This DataFrame belongs to session 'gone', which `%spark_session stop` ended: run the "
-        "cells that made it again."
+        "cells that made it again.",
     )
     # A new client asking the server for that session id: the server released it.
     reattach = kernel.execute(
@@ -409,13 +401,13 @@ def test_active_session_follows_the_binding_in_a_mixed_kernel(mixed: Kernel) -> 
     c, k = kernel.value("_ident('c')"), kernel.value("_ident('k')")
     kernel.ok("%%spark_session c\n_in_c = _active()")
     kernel.ok("%%spark_session k\n_in_k = _active()")
-    assert kernel.value("_in_c") == [c, c], "inside %%spark_session c"
-    assert kernel.value("_in_k") == [k, k], "inside %%spark_session k"
+    assert_active(kernel, c, "inside %%spark_session c", "_in_c")
+    assert_active(kernel, k, "inside %%spark_session k", "_in_k")
     kernel.ok("%spark_session use k")
-    assert kernel.value("_active()") == [k, k], "after use k"
+    assert_active(kernel, k, "after use k")
     kernel.ok("with _reg.running_in('c', execution_count=9501):\n    _in_block = _active()")
-    assert kernel.value("_in_block") == [c, c], "inside running_in('c')"
-    assert kernel.value("_active()") == [k, k], "after running_in('c')"
+    assert_active(kernel, c, "inside running_in('c')", "_in_block")
+    assert_active(kernel, k, "after running_in('c')")
 
 
 def test_a_column_or_udf_of_the_other_flavour_is_one_line_saying_so(mixed: Kernel) -> None:

@@ -5,30 +5,24 @@ line that says so, at once, through a real kernel (jupyter_client)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
-from conftest import start_extension_kernel
+from conftest import SharedKernel
 
 from kernel_driver import Kernel
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
-CONF = (
-    "c.SparkSessionsConfig.connect_master = 'local[1]'\n"
-    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'false'}\n"
-    "c.SparkSessionsConfig.connect_retry_seconds = 3.0\n"
-)
-
 REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
 
 
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = start_extension_kernel(tmp_path_factory, CONF)
+def kernel(shared_kernel: SharedKernel) -> Kernel:
+    """The run's shared kernel (its configuration has the local Connect server's
+    settings), reset for this module, with one Connect session."""
+    k = shared_kernel.reset()
     k.ok("%spark_session create c1 --remote local")  # a plaintext server with a token
-    yield k
-    k.shutdown()
+    return k
 
 
 def test_a_token_to_127_0_0_1_of_a_plaintext_server_is_one_line_at_once(kernel: Kernel) -> None:

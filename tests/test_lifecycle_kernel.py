@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_driver import Kernel
+from kernel_driver import Kernel, start_with_profile
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
@@ -44,15 +44,14 @@ get_ipython().observe(_probe, names="exit_now")
 
 
 def start_kernel(tmp_path: Path, report: Path) -> Kernel:
-    root = tmp_path / "ipython" / "profile_default"
-    root.mkdir(parents=True)
-    (root / "ipython_config.py").write_text(
+    """This test's own kernel, with the probe that writes ``report``."""
+    kernel = start_with_profile(
+        tmp_path / "ipython",
         "c.SparkSessionsConfig.default_master = 'local[2]'\n"
         "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false'}\n"
-        f"c.SparkSessionsConfig.session_root = {str(tmp_path / 'sessions')!r}\n"
+        f"c.SparkSessionsConfig.session_root = {str(tmp_path / 'sessions')!r}\n",
+        tmp_path,
     )
-    kernel = Kernel(env={"IPYTHONDIR": str(tmp_path / "ipython")}, cwd=str(tmp_path))
-    kernel.ok("%load_ext jupyter_spark_sessions")
     kernel.ok(PROBE.format(path=str(report)))
     return kernel
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from conftest import free_port
 
-from kernel_driver import Kernel
+from kernel_driver import start_with_profile
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
@@ -55,18 +55,15 @@ class Quiet:
         self.server_log = tmp / "server.log"
         self.report = tmp / "report.json"
         self.ui_port = free_port()
-        profile = tmp / "ipython" / "profile_default"
-        profile.mkdir(parents=True)
-        (profile / "ipython_config.py").write_text(
+        self.kernel = start_with_profile(
+            tmp / "ipython",
             "c.SparkSessionsConfig.default_master = 'local[2]'\n"
             "c.SparkSessionsConfig.context_conf = {'spark.ui.showConsoleProgress': 'false', "
             f"'spark.ui.port': '{self.ui_port}'}}\n"
-            f"c.SparkSessionsConfig.session_root = {str(self.sessions)!r}\n"
+            f"c.SparkSessionsConfig.session_root = {str(self.sessions)!r}\n",
+            tmp,
+            server_log=self.server_log,
         )
-        self.kernel = Kernel(
-            env={"IPYTHONDIR": str(tmp / "ipython")}, cwd=str(tmp), server_log=self.server_log
-        )
-        self.kernel.ok("%load_ext jupyter_spark_sessions")
 
 
 @pytest.fixture(scope="module")

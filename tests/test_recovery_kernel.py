@@ -26,7 +26,7 @@ from test_job_board_kernel import LONG_CELL, board, request, wait_for_group
 from tiny_wheels import make_wheel
 
 from jupyter_spark_sessions.backends.local_connect_server import LocalConnectServer
-from kernel_driver import Kernel, assert_cancelled_in_one_line
+from kernel_driver import Kernel, assert_cancelled_in_one_line, assert_session_lost
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
@@ -211,12 +211,11 @@ def test_after_context_stop_a_new_context_keeps_the_master_the_user_chose(
         kernel.ok("%spark_session create a --master local[1] --conf spark.sql.shuffle.partitions=3")
         kernel.ok("%spark_session use a")
         kernel.ok("spark.sparkContext.stop()")
-        failed = kernel.execute("spark.range(2).count()")
-        assert failed.error_name == "SessionLostError" and len(failed.traceback) == 1
-        assert failed.error_value == (
+        assert_session_lost(
+            kernel.execute("spark.range(2).count()"),
             "Session 'a' is unusable: its SparkContext was stopped outside "
             "jupyter_spark_sessions (spark.stop()?): run `%spark_session restart` to start a "
-            "new one on local[1] with your sessions and their files."
+            "new one on local[1] with your sessions and their files.",
         )
         created = kernel.ok("%spark_session create q")
         assert "Created session 'q' on local[1]" in created.stdout
@@ -299,9 +298,8 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
             "their files"
         )
         cell = kernel.collect(busy, timeout=60)
-        assert cell.error_name == "SessionLostError", cell.error_value
-        assert cell.error_value == f"Session 'a' is unusable: {lost_line}."
-        assert len(cell.traceback) == 1 and cell.stderr == "", cell.stderr
+        assert_session_lost(cell, f"Session 'a' is unusable: {lost_line}.")
+        assert cell.stderr == "", cell.stderr
 
         # The board ends the running group as lost (within a poll or two).
         ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "lost")
@@ -356,9 +354,7 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
                 "columns and the variables holding them).",
             ),
         ]:
-            stale = kernel.execute(stale_cell)
-            assert stale.error_name == "SessionLostError", stale.error_value
-            assert stale.error_value == line and len(stale.traceback) == 1
+            assert_session_lost(kernel.execute(stale_cell), line)
         assert kernel.ok(READ_FILES_CELL).result_text == "'from-a|helper-of-a'"
         kernel.ok("%spark_session use b")
         assert kernel.ok(READ_ARCHIVE_CELL).result_text == '"in-b\'s-archive"'
@@ -450,12 +446,11 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
         "added again.\nDataFrames, UDFs and columns made before belong to the old session: run "
         "the cells that made them again.\n`spark` now refers to the new session.\n"
     )
-    stale = kernel.execute("old_r.count()")
-    assert stale.error_name == "SessionLostError" and len(stale.traceback) == 1, stale.traceback
-    assert stale.error_value == (
+    assert_session_lost(
+        kernel.execute("old_r.count()"),
         "This DataFrame belongs to session 'r' as it was before `%spark_session reconnect`: "
-        "run the cells that made it again."
-    ), stale.error_value
+        "run the cells that made it again.",
+    )
     assert kernel.value("spark.conf.get('spark.sql.shuffle.partitions')") == "5"
     assert in_r(kernel, "spark.range(1).select(read_lookup('id')).first()[0]") == "lookup of r"
     assert in_r(kernel, "spark.range(1).select(r_package('id')).first()[0]") == "7.0"

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import StandaloneCluster, start_extension_kernel
+from conftest import SPARK_TEST_CONF, StandaloneCluster, start_extension_kernel
 from test_connect_kernel import ACTIVE, STANDARD_CELL, expected
 from test_job_board_kernel import board
 from test_job_board_kernel import request as protocol_request
 from tiny_wheels import make_wheel
 
-from kernel_driver import Kernel
+from kernel_driver import Kernel, assert_active
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
@@ -200,19 +200,12 @@ def _join(key, timeout=120):
 """
 )
 
-CONNECT_CONF = (
-    "c.SparkSessionsConfig.default_master = 'local[2]'\n"
-    "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false', "
-    "'spark.ui.showConsoleProgress': 'false'}\n"
-    "c.SparkSessionsConfig.connect_master = 'local[2]'\n"
-    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'false'}\n"
-    "c.SparkSessionsConfig.connect_retry_seconds = 3.0\n"
-)
-
 
 @dataclass
 class Env:
-    """One kernel on one master, with sessions a and b."""
+    """One kernel on one master, with sessions a and b: on local[2] the run's shared
+    kernel (the plain test configuration: a local master's driver is on 127.0.0.1
+    anyway), on the other masters and Connect a kernel of the env's own."""
 
     kernel: Kernel
     master: str  # as the kernel's SparkContext reports it; "connect" for Connect
@@ -238,7 +231,9 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     cluster = None
     master = request.param
     if master == "connect":
-        kernel = start_extension_kernel(tmp_path_factory, CONNECT_CONF)
+        # Its own kernel, of the plain test configuration: no classic SparkContext may run
+        # in it (test_standard_imports_work_in_a_kernel_whose_only_sessions_are_connect).
+        kernel = start_extension_kernel(tmp_path_factory, SPARK_TEST_CONF)
         started = time.monotonic()
         kernel.ok("%spark_session create a --remote local\n%spark_session create b --remote local")
         create_seconds = time.monotonic() - started
@@ -246,18 +241,25 @@ def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         yield Env(kernel, master, None, create_seconds)
         kernel.shutdown()
         return
-    if master == "standalone":
-        cluster = request.getfixturevalue("standalone_cluster")
-        master = cluster.url
-    kernel = start_extension_kernel(
-        tmp_path_factory, kernel_config(master), env={"SPARK_LOCAL_IP": "127.0.0.1"}
-    )
+    shared = master == "local[2]"
+    if shared:
+        # The shared kernel's SparkContext may run already: `create_seconds` then only
+        # measures the sessions.
+        kernel = request.getfixturevalue("shared_kernel").reset()
+    else:
+        if master == "standalone":
+            cluster = request.getfixturevalue("standalone_cluster")
+            master = cluster.url
+        kernel = start_extension_kernel(
+            tmp_path_factory, kernel_config(master), env={"SPARK_LOCAL_IP": "127.0.0.1"}
+        )
     started = time.monotonic()
     kernel.ok("%spark_session create a\n%spark_session create b")
     create_seconds = time.monotonic() - started
     kernel.ok(CLASSIC_SETUP + JOBS_SETUP)
     yield Env(kernel, master, cluster, create_seconds)
-    kernel.shutdown()
+    if not shared:  # the shared kernel: the next module's reset cleans up
+        kernel.shutdown()
 
 
 @pytest.fixture
@@ -328,6 +330,13 @@ def wait_until(
         time.sleep(0.2)
 
 
+def assert_shown_under_its_session(kernel: Kernel, group: str, what: str) -> None:
+    """The board shows ``group`` (``<session>:<execution count>``) with its jobs within
+    30 s, under the session its id names."""
+    shown = wait_until(kernel, what, lambda g: bool(g.get(group, {}).get("jobs")), timeout=30)
+    assert shown[group]["session"] == group.split(":")[0]
+
+
 def running(group: dict[str, Any] | None) -> bool:
     return group is not None and any(j["status"] == "RUNNING" for j in group["jobs"])
 
@@ -372,13 +381,7 @@ def test_a_job_of_session_b_in_a_cell_bound_to_a_is_filed_under_b(env: Env, kern
         jobs = new_jobs(kernel)
         assert jobs and all(owner == "b" for _, owner in jobs), f"Spark: session b ran {jobs}"
         assert_filed(kernel, {job: (f"b:{count}", "b") for job, _ in jobs})
-    shown = wait_until(
-        kernel,
-        f"the cell's work in b:{count}",
-        lambda g: bool(g.get(f"b:{count}", {}).get("jobs")),
-        timeout=30,
-    )
-    assert shown[f"b:{count}"]["session"] == "b"
+    assert_shown_under_its_session(kernel, f"b:{count}", "the cell's work in b:{count}")
     group_a = groups(kernel).get(f"a:{count}")
     assert group_a is None or not group_a["jobs"], group_a
 
@@ -621,21 +624,21 @@ def test_binding_makes_the_session_sparks_active_one(kernel: Kernel) -> None:
     a, b = kernel.value("_ident('a')"), kernel.value("_ident('b')")
     assert a != b
     kernel.ok("%spark_session use b")
-    assert kernel.value("_active()") == [b, b], "after use b"
+    assert_active(kernel, b, "after use b")
     kernel.ok("%spark_session use a")
-    assert kernel.value("_active()") == [a, a], "after use a"
+    assert_active(kernel, a, "after use a")
 
     kernel.ok("%%spark_session b\n_inside = _active()")
-    assert kernel.value("_inside") == [b, b], "inside %%spark_session b"
-    assert kernel.value("_active()") == [a, a], "after the %%spark_session b cell"
+    assert_active(kernel, b, "inside %%spark_session b", "_inside")
+    assert_active(kernel, a, "after the %%spark_session b cell")
 
     kernel.ok(
         "with _reg.running_in('b', execution_count=9201):\n"
         "    _in_block = _active()\n"
         "_after_block = _active()"
     )
-    assert kernel.value("_in_block") == [b, b], "inside running_in('b')"
-    assert kernel.value("_after_block") == [a, a], "after running_in('b')"
+    assert_active(kernel, b, "inside running_in('b')", "_in_block")
+    assert_active(kernel, a, "after running_in('b')", "_after_block")
 
     # Per thread: a thread inside running_in('b') does not change the main thread's.
     kernel.ok(
@@ -649,8 +652,8 @@ def test_binding_makes_the_session_sparks_active_one(kernel: Kernel) -> None:
         "_t.start()\n"
         "_entered.wait(30)"
     )
-    assert kernel.value("_probe['in']") == [b, b], "a thread's running_in('b')"
-    assert kernel.value("_active()") == [a, a], "the main thread while the thread is in b"
+    assert_active(kernel, b, "a thread's running_in('b')", "_probe['in']")
+    assert_active(kernel, a, "the main thread while the thread is in b")
     kernel.ok("_hold.set(); _t.join(30)")
 
 
@@ -945,13 +948,8 @@ def test_standard_imports_work_in_a_kernel_whose_only_sessions_are_connect(
     assert kernel.value("_got") == expected("lookup of c")
     # No classic SparkContext was started for that.
     assert kernel.value("__import__('pyspark').SparkContext._active_spark_context is None")
-    shown = wait_until(
-        kernel,
-        f"c:{ran.execution_count} with the cell's operations",
-        lambda g: bool(g.get(f"c:{ran.execution_count}", {}).get("jobs")),
-        timeout=30,
-    )
-    assert shown[f"c:{ran.execution_count}"]["session"] == "c"
+    group = f"c:{ran.execution_count}"
+    assert_shown_under_its_session(kernel, group, f"{group} with the cell's operations")
 
 
 @connect_only
