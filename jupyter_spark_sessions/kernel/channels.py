@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from comm import get_comm_manager
+import comm as comm_module
 
 from .. import protocol
 from . import ipykernel_internals
@@ -26,7 +26,9 @@ class KernelChannels:
         ipykernel_internals.add_control_handler(
             self.kernel, protocol.CONTROL_REQUEST, self._on_control_request
         )
-        get_comm_manager().register_target(protocol.COMM_TARGET, self._on_comm_open)
+        # Looked up now, not at import: ipykernel replaces comm.get_comm_manager with its
+        # own when ipykernel.ipkernel is imported, which may come after this module.
+        comm_module.get_comm_manager().register_target(protocol.COMM_TARGET, self._on_comm_open)
 
     def _on_control_request(self, stream: Any, ident: Any, parent: dict[str, Any]) -> None:
         # On the control thread, which also serves interrupts and shutdown: stay short.
