@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 
+from jupyter_spark_sessions.backends.local_master import UI_SECRET_CONF, UI_SECRET_HEADER
 from kernel_driver import Kernel
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
@@ -38,6 +39,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
 DRIVER = "__import__('jupyter_spark_sessions.backends.driver', fromlist=['driver'])"
 OTHER_USER = "jss-other"
+CONTEXT = "__import__('pyspark').SparkContext._active_spark_context"
 #: What the session's files hold: found nowhere the other user can read.
 SECRET = f"jss-secret-{uuid.uuid4().hex}"
 
@@ -409,7 +411,8 @@ def test_the_ui_answers_on_loopback_only_and_info_shows_it(private: Kernel) -> N
     ui = ui_address(private, "a")
     parts = urlsplit(ui)
     assert parts.scheme == "http" and parts.hostname == "127.0.0.1" and parts.port
-    with urllib.request.urlopen(f"{ui}/jobs/", timeout=30) as page:
+    owner = owner_request(private, f"{ui}/jobs/")  # the secret the owner's route adds
+    with urllib.request.urlopen(owner, timeout=30) as page:
         assert page.status == 200 and b"Spark Jobs" in page.read()
     host = non_loopback_ipv4()
     if host is not None:  # this machine's network address: nothing answers there
@@ -422,10 +425,21 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def request_status(url: str, method: str) -> int:
+def owner_request(kernel: Kernel, url: str, method: str = "GET") -> urllib.request.Request:
+    """A request to the kernel's Spark UI as its owner's Jupyter server makes it: with the
+    UI's secret (``UiSecretFilter``; tests/test_spark_ui_privacy.py tests the filter)."""
+    secret = kernel.value(f"{CONTEXT}.getConf().get({UI_SECRET_CONF!r}, '')")
+    return urllib.request.Request(
+        url,
+        method=method,
+        data=b"" if method == "POST" else None,
+        headers={UI_SECRET_HEADER: secret} if secret else {},
+    )
+
+
+def request_status(request: urllib.request.Request) -> int:
     """The HTTP status of one request, redirects not followed."""
     opener = urllib.request.build_opener(_NoRedirect)
-    request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
     try:
         with opener.open(request, timeout=30) as response:
             status: int = response.status
@@ -492,11 +506,12 @@ def try_ui_kill(kernel: Kernel, session: str) -> tuple[dict[str, int], list[int]
     job = kernel.value("_slow_job")
     token = kernel.value("_csrf")
     try:
-        page = urllib.request.urlopen(f"{ui}/jobs/", timeout=30).read()
+        page = urllib.request.urlopen(owner_request(kernel, f"{ui}/jobs/"), timeout=30).read()
+        kill = f"{ui}/jobs/job/kill/?id={job}"
         statuses = {
-            "GET": request_status(f"{ui}/jobs/job/kill/?id={job}", "GET"),
-            "POST without token": request_status(f"{ui}/jobs/job/kill/?id={job}", "POST"),
-            "POST": request_status(f"{ui}/jobs/job/kill/?id={job}&csrfToken={token}", "POST"),
+            "GET": request_status(owner_request(kernel, kill)),
+            "POST without token": request_status(owner_request(kernel, kill, "POST")),
+            "POST": request_status(owner_request(kernel, f"{kill}&csrfToken={token}", "POST")),
         }
         # A killed job ends (Spark handles the kill within milliseconds); one the kill
         # missed goes on finishing tasks, a pair every half second.
