@@ -139,6 +139,7 @@ def _test_suite(r: dict[str, Any]) -> str:
     rows = "\n".join(
         f"| {name} | {cell(before)} | {cell(r['after'].get(name))} |"
         for name, before in r["before"].items()
+        if name != "setup-all"  # the set-up row below
     )
     census = r["census"]
     counted = ", ".join(
@@ -146,8 +147,9 @@ def _test_suite(r: dict[str, Any]) -> str:
         f"{c['browsers']} browsers"
         for target, c in census.items()
     )
-    setup = r["after"].get("setup-all")
+    setup, setup_before = r["after"].get("setup-all"), r["before"].get("setup-all")
     whole = None if setup is None else setup + r["after"]["test"]
+    whole_before = None if setup_before is None else setup_before + r["before"]["test"]
     return f"""## Test suite time (`make test`, `scripts/test_times.py --json`)
 
 Wall time of `make test` per target on this 2-core machine (m:ss). Before: {r["before_source"]}.
@@ -157,12 +159,12 @@ tests/process_census.py): {counted}. {r["notes"]}
 
 | target | before | after |
 |---|---:|---:|
-| set-up |  | {cell(setup)} |
+| set-up | {cell(setup_before)} | {cell(setup)} |
 {rows}
-| **the whole run (set-up + test)** |  | {cell(whole)} |
+| **the whole run (set-up + test)** | {cell(whole_before)} | {cell(whole)} |
 
-Target: the whole `.ci/run` (set-up included, as CI times it) under 20:00. Met:
-**{"yes" if whole is not None and whole < 1200 else "NO"}**.
+Target: the whole `.ci/run` (set-up included, as CI times it) under 18:00. Met:
+**{"yes" if whole is not None and whole < 1080 else "NO"}**.
 """
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shlex
 import shutil
 import signal
@@ -526,3 +527,26 @@ def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sta
     started the first time a test asks for it."""
     with standalone_cluster_running(tmp_path_factory.mktemp("standalone")) as cluster:
         yield cluster
+
+
+#: The second, unprivileged user the privacy tests act as.
+OTHER_USER = "jss-other"
+
+
+@pytest.fixture(scope="session")
+def other_user() -> str:
+    """A second, unprivileged user of this machine (made once if it does not exist)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to create a second user and run steps as that user")
+    if not (shutil.which("useradd") and shutil.which("runuser")):
+        pytest.fail(
+            "running as root, but useradd or runuser is missing (Debian: passwd, util-linux)"
+        )
+    try:
+        pwd.getpwnam(OTHER_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
+            check=True,
+        )
+    return OTHER_USER

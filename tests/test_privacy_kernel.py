@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 
 import psutil
 import pytest
+from conftest import OTHER_USER
 
 from jupyter_spark_sessions.backends.local_master import UI_SECRET_CONF, UI_SECRET_HEADER
 from kernel_driver import Kernel
@@ -38,32 +38,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
 DRIVER = "__import__('jupyter_spark_sessions.backends.driver', fromlist=['driver'])"
-OTHER_USER = "jss-other"
 CONTEXT = "__import__('pyspark').SparkContext._active_spark_context"
 #: What the session's files hold: found nowhere the other user can read.
 SECRET = f"jss-secret-{uuid.uuid4().hex}"
 
 
 # -- set-up ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def other_user() -> str:
-    """A second, unprivileged user of this machine (made once if it does not exist)."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root, to create a second user and run steps as that user")
-    if not (shutil.which("useradd") and shutil.which("runuser")):
-        pytest.fail(
-            "running as root, but useradd or runuser is missing (Debian: passwd, util-linux)"
-        )
-    try:
-        pwd.getpwnam(OTHER_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
-            check=True,
-        )
-    return OTHER_USER
 
 
 def as_other(*command: str) -> subprocess.CompletedProcess[str]:

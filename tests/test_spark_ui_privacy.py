@@ -8,7 +8,6 @@ scripts make; and the driver's RPC needs Spark's secret (``spark.authenticate``)
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import subprocess
@@ -19,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import OTHER_USER
 from e2e.waiting import wait_until
 from test_spark_ui_proxy import BASE_URL, JupyterServer, Reply, _page_urls, _wait_for_group
 
@@ -28,7 +28,6 @@ from kernel_driver import Kernel
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
-OTHER_USER = "jss-other"
 CURL_AS_OTHER = ("runuser", "-u", OTHER_USER, "--", "curl", "-s", "-o", "-", "-w", "\n%{http_code}")
 CONTEXT = "__import__('pyspark').SparkContext._active_spark_context"
 
@@ -119,19 +118,8 @@ def test_the_ui_refuses_a_direct_request_without_the_secret(owned: Owned) -> Non
     assert wrong == (403, b"")
 
 
-def test_another_os_user_gets_nothing_from_the_ui(owned: Owned) -> None:
-    if os.geteuid() != 0 or not shutil.which("runuser") or not shutil.which("curl"):
-        pytest.skip("needs root (runuser) and curl to act as another user")
-    subprocess.run(["id", OTHER_USER], check=False, capture_output=True)
-    try:
-        import pwd
-
-        pwd.getpwnam(OTHER_USER)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
-            check=True,
-        )
+def test_another_os_user_gets_nothing_from_the_ui(owned: Owned, other_user: str) -> None:
+    assert other_user == OTHER_USER and shutil.which("curl"), "curl acts as the other user"
     for path in ("jobs/", "api/v1/applications"):
         done = subprocess.run(
             [*CURL_AS_OTHER, f"http://127.0.0.1:{owned.port}/{path}"],
