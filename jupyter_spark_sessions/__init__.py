@@ -96,10 +96,13 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
-    """The REST relay to kernels' control channels (see ``server/rest_relay.py``)."""
+    """The REST relay to kernels' control channels (see ``server/rest_relay.py``), and
+    the removal of what ended kernels left (``server/leftovers.py``)."""
+    from .server import leftovers
     from .server.rest_relay import load_handlers
 
     load_handlers(server_app)
+    leftovers.install(server_app)
 
 
 def load_ipython_extension(ip: Any) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_spark_sessions.magics import spark_ui
 from kernel_driver import Kernel, start_with_profile
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
@@ -102,12 +103,14 @@ def test_stop_of_an_adopted_session_only_unregisters_it(tmp_path: Path) -> None:
     try:
         kernel.ok(
             "from pyspark.sql import SparkSession\n"
-            "mine = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')"
-            ".getOrCreate()"
+            "mine = SparkSession.builder.master('local[1]').getOrCreate()"
         )
         missing = kernel.execute("%spark_session adopt")
         assert "the following arguments are required: NAME" in missing.usage_error
         kernel.ok("%spark_session adopt mine")  # no variable: the active session
+        # The user's context has no UI secret: `info` says who can read its UI.
+        info = kernel.ok("%spark_session info mine").stdout.splitlines()
+        assert f"ui access     {spark_ui.UNPROTECTED_NOTE}" in info, info
         assert kernel.value(f"{REGISTRY}.session('mine') is mine") is True
         kernel.ok("%spark_session use mine")
         assert "Unregistered adopted session 'mine'" in kernel.ok("%spark_session stop mine").stdout

@@ -120,6 +120,7 @@ def _session() -> SessionView:
         files=(FileView("lookup.csv", "file", 512), FileView("deps", "archive", 4096)),
         running_jobs=1,
         ui_url="http://127.0.0.1:4040",
+        ui_protected=True,
         operations_page="connect/",
         share="weight 3, min share 1",
         slots=4,

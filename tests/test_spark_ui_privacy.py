@@ -218,3 +218,40 @@ def test_the_secret_is_private_to_the_kernel_and_its_server(owned: Owned) -> Non
 def test_spark_authenticate_is_on_for_the_local_context(owned: Owned) -> None:
     assert owned.kernel.value(f"{CONTEXT}.getConf().get('spark.authenticate')") == "true"
     assert urlsplit(owned.ui_url).hostname == "127.0.0.1"
+
+
+#: A Spark RPC client of the kernel's own JVM asking the driver for one of its
+#: endpoints: without authentication (as another local user's client, which has no
+#: secret), then with it. In-process, an authenticating client finds the context's
+#: secret itself (local mode keeps it in the JVM's UserGroupInformation), so it is the
+#: control: the endpoint exists, and the refusal is the secret's.
+RPC_PROBE = """
+def _jss_rpc_probe(authenticate):
+    sc = __import__('pyspark').SparkContext._active_spark_context
+    jvm, conf = sc._jvm, sc._jvm.org.apache.spark.SparkConf(False)
+    conf.set('spark.authenticate', authenticate).set('spark.rpc.askTimeout', '10s')
+    manager_class = jvm.org.apache.spark.SecurityManager
+    secret_file_conf = getattr(manager_class, '$lessinit$greater$default$3')()
+    manager = manager_class(conf, jvm.scala.Option.empty(), secret_file_conf)
+    env = jvm.org.apache.spark.rpc.RpcEnv.create('jss-probe', '127.0.0.1', 0, conf, manager, True)
+    driver = sc.getConf().get('spark.driver.host') + ':' + sc.getConf().get('spark.driver.port')
+    try:
+        env.setupEndpointRefByURI('spark://HeartbeatReceiver@' + driver)
+        return 'connected'
+    except Exception as error:
+        return 'refused: ' + ' | '.join(l for l in str(error).splitlines() if 'Exception:' in l)
+    finally:
+        env.shutdown()
+"""
+
+
+def test_the_drivers_rpc_refuses_a_client_without_the_secret(owned: Owned) -> None:
+    owned.kernel.ok(RPC_PROBE)
+    refused = owned.kernel.value("_jss_rpc_probe('false')")
+    assert refused.startswith("refused: ") and "SaslMessage" in refused, refused
+    assert owned.kernel.value("_jss_rpc_probe('true')") == "connected"
+
+
+def test_info_says_the_ui_answers_only_this_server(owned: Owned) -> None:
+    out = owned.kernel.ok("%spark_session info a").stdout
+    assert f"ui access     {spark_ui.PROTECTED_NOTE}" in out.splitlines(), out

@@ -289,3 +289,14 @@ def test_a_connect_operations_link_opens_its_sessions_page_of_the_servers_ui(ran
     assert operation in reply.text, reply.text[:2000]
     # That page links the operation's Spark jobs, under the proxy.
     assert f"{_proxy_prefix(session['ui_url'])}/jobs/job/?id=" in reply.text
+    # Its UI answers only this server's route (issue 40): the secret the kernel gave
+    # the server; nothing on its own port.
+    assert session["ui_protected"] is True, session
+    port = spark_ui.ui_port(session["ui_url"])
+    direct = http.client.HTTPConnection("127.0.0.1", port or 0, timeout=30)
+    try:
+        direct.request("GET", "/jobs/")
+        refused = direct.getresponse()
+        assert (refused.status, refused.read()) == (403, b"")
+    finally:
+        direct.close()

@@ -112,6 +112,12 @@ class SessionBackend(Protocol):
         not this kernel's to show: a Connect server's)."""
         ...
 
+    def ui_protected(self) -> bool:
+        """Whether that UI answers only its owner's Jupyter server (a context or a
+        local Connect server this project started on a local master: its UI wants a
+        secret); False for a UI anyone who reaches its port can read."""
+        ...
+
     def operations_page(self) -> str:
         """The page of that UI (a path under it) that lists the session's operations
         with their Spark jobs: Spark Connect's, whose operations have no job ids of

@@ -33,7 +33,7 @@ from .driver import (
     require_running,
 )
 from .job_feed import ContextJobFeed
-from .local_master import workers_on_this_machine
+from .local_master import UI_FILTER, UI_SECRET_CONF, workers_on_this_machine
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -51,6 +51,14 @@ def ui_url(sc: SparkContext) -> str | None:
     """The address of the context's Spark UI; None when the UI is off."""
     url: str | None = sc.uiWebUrl
     return url
+
+
+def ui_protected(sc: SparkContext) -> bool:
+    """Whether the context's UI wants the secret of ``UiSecretFilter`` (set when this
+    project started the context: ``local_master.ui_protection``)."""
+    conf = sc.getConf()
+    filters = [f.strip() for f in (conf.get("spark.ui.filters") or "").split(",")]
+    return UI_FILTER in filters and bool(conf.get(UI_SECRET_CONF))
 
 
 def is_classic_session(obj: object) -> bool:
@@ -246,7 +254,7 @@ class ClassicBackend:
         #: The scheduler pool its cells' RDD jobs run in (its SQL jobs: through its
         #: settings); None: the thread's.
         self.pool = pool
-        self._ui_url: tuple[SparkContext, str] | None = None
+        self._ui: tuple[SparkContext, str, bool] | None = None  # fixed for a context's life
         self._share: tuple[SparkContext, str] | None = None
         self._slots: tuple[SparkContext, float, int] | None = None
 
@@ -310,10 +318,17 @@ class ClassicBackend:
         require_running(self.sc, name)
 
     def ui_url(self) -> str:
+        return self._ui_of_context()[1]
+
+    def ui_protected(self) -> bool:
+        return self._ui_of_context()[2]
+
+    def _ui_of_context(self) -> tuple[SparkContext, str, bool]:
         sc = self.sc
-        if self._ui_url is None or self._ui_url[0] is not sc:  # fixed for a context's life
-            self._ui_url = (sc, ui_url(sc) or "")
-        return self._ui_url[1]
+        if self._ui is None or self._ui[0] is not sc:
+            url = ui_url(sc) or ""
+            self._ui = (sc, url, bool(url) and ui_protected(sc))
+        return self._ui
 
     def operations_page(self) -> str:
         return ""

@@ -434,6 +434,9 @@ class ConnectBackend:
     def ui_url(self) -> str:
         return self.endpoint.ui_url  # a local server's; a remote one's is not known
 
+    def ui_protected(self) -> bool:
+        return self.endpoint.ui_protected
+
     def operations_page(self) -> str:
         # The server UI's Connect tab: this session's statements with their job ids.
         query = urlencode({"id": self.session_id, "userId": client_user_id(self.session)})

@@ -29,6 +29,8 @@ class Endpoint:
     #: The server's Spark UI, when the server is this kernel's (``--remote local``); a
     #: remote server's UI runs on its machine and Connect does not say where.
     ui_url: str = ""
+    #: That UI wants the secret only this kernel's Jupyter server has (``UiSecretFilter``).
+    ui_protected: bool = False
     #: The server is this kernel's (``--remote local``): its workers run on this machine.
     local: bool = False
 

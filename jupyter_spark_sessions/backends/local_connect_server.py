@@ -20,11 +20,18 @@ from typing import TYPE_CHECKING
 from ..config import SparkSessionsConfig
 from ..errors import ConnectError
 from ..session_root import open_private
-from . import connect, java_tmpdir, scheduler_pools
+from . import connect, driver_jar, java_tmpdir, scheduler_pools
 from .connect_endpoint import LOCAL, Endpoint, parse_remote, reachable
 from .java_runtime import require_java
 from .jvm_reaper import reap_when_it_exits
-from .local_master import local_master_defaults, local_master_env
+from .local_master import (
+    UI_SECRET_CONF,
+    authenticate_defaults,
+    local_master_defaults,
+    local_master_env,
+    ui_protection,
+    write_ui_secret,
+)
 
 if TYPE_CHECKING:
     pass
@@ -65,7 +72,12 @@ class LocalConnectServer:
         self._port = port  # None: a free one at each start
         scratch = str(log_dir / ".connect-scratch")
         self._java_tmp_dir = log_dir / ".connect-java-tmp"
-        self._conf = {**LOCAL_SERVER_DEFAULTS, **local_master_defaults(master, scratch), **conf}
+        self._conf = {
+            **LOCAL_SERVER_DEFAULTS,
+            **local_master_defaults(master, scratch),
+            **authenticate_defaults(master),  # its driver's RPC and block manager too
+            **conf,
+        }
         self._log_path = log_dir / "connect-server.log"
         self._start_timeout = start_timeout
         self._token = token or secrets.token_hex(24)
@@ -95,8 +107,15 @@ class LocalConnectServer:
             ui_port = int(conf.get("spark.ui.port", "0") or 0) or _free_port()
             conf["spark.ui.port"] = str(ui_port)
             ui_url = f"http://127.0.0.1:{ui_port}"
+        # Its UI answers only this kernel's Jupyter server, as a classic context's does.
+        protection = ui_protection(self.master, conf, str(driver_jar.JAR)) if ui_url else {}
+        secret = protection.pop(UI_SECRET_CONF, "")
+        conf.update(protection)
         command = [os.path.join(spark_home, "bin", "spark-submit"), "--class", _SERVER_CLASS]
         command += ["--master", self.master, "--name", "jupyter_spark_sessions Connect"]
+        if secret:  # in a private file: the command line is every local user's to read
+            command += ["--properties-file", str(self._secret_properties(secret))]
+            command += ["--load-spark-defaults"]  # which --properties-file would skip
         for key, value in conf.items():
             command += ["--conf", f"{key}={value}"]
         submit_opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
@@ -126,7 +145,12 @@ class LocalConnectServer:
         # hold the kernel's shutdown for ipykernel's 30 s of re-signalling.
         reap_when_it_exits(self._process)
         endpoint = Endpoint(
-            f"sc://localhost:{port}/;token={self._token}", "localhost", port, ui_url, local=True
+            f"sc://localhost:{port}/;token={self._token}",
+            "localhost",
+            port,
+            ui_url,
+            ui_protected=bool(secret),
+            local=True,
         )
         deadline = time.monotonic() + self._start_timeout
         while reachable(endpoint, 0.5):
@@ -142,8 +166,18 @@ class LocalConnectServer:
                     f"{self._start_timeout:.0f} s (log: {self._log_path})."
                 )
             time.sleep(0.2)
+        if secret:  # the UI is up before the gRPC port: its Jupyter server may read it now
+            write_ui_secret(ui_url, secret)
         self.endpoint = endpoint
         return endpoint
+
+    def _secret_properties(self, secret: str) -> Path:
+        """A properties file (mode 0600, in the kernel's private folder) handing the
+        UI filter its secret."""
+        path = self._log_path.parent / "connect-server-ui.properties"
+        with open_private(path) as out:
+            out.write(f"{UI_SECRET_CONF}={secret}\n".encode())
+        return path
 
     @property
     def alive(self) -> bool:

@@ -161,6 +161,9 @@ class SessionView:
     running_jobs: int = 0
     #: The driver's Spark UI ("" when it is off, or the server's own: Connect).
     ui_url: str = ""
+    #: That UI answers only this kernel's Jupyter server (False: anyone who reaches its
+    #: port reads it, as a context the user started or a cluster master's).
+    ui_protected: bool = False
     #: The page of that UI listing its operations with their jobs (Connect; "").
     operations_page: str = ""
     #: Its share of the task slots against other sessions' ("weight 3, min share 1";

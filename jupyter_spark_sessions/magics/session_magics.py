@@ -223,6 +223,9 @@ class SparkSessionMagics(Magics):
             ("files", len(self.registry.files(args.name))),
             ("spark ui", _ui_text(info)),
         ]
+        if info.ui_url:
+            access = spark_ui.PROTECTED_NOTE if info.ui_protected else spark_ui.UNPROTECTED_NOTE
+            fields.append(("ui access", access))
         env = self.registry.get(args.name).env
         if env is not None:
             fields.append(("packages", f"{env.wanted.describe()} (Python: {env.worker_python})"))

@@ -23,6 +23,10 @@ from urllib.parse import urlsplit
 #: secret, which only this route adds).
 PROXY_ROUTE = "spark-sessions/ui"
 
+#: What ``info`` says of a UI that wants the secret (a context, or a local Connect
+#: server, this project started on a local master).
+PROTECTED_NOTE = "only through this kernel's Jupyter server (the UI wants its secret)"
+
 #: What ``info`` says of a UI that answers without the secret (a context the user
 #: started, a cluster master's): anyone who reaches its port reads it.
 UNPROTECTED_NOTE = (

@@ -96,7 +96,7 @@ def kernel_ui_secret(kernel_manager: Any, port: int) -> str | None:
             own[resolved] = resolved.parent
     for folder in set(own.values()):
         path = folder / UI_SECRET_FILE.format(port=port)
-        record = _read_private(path)
+        record = read_private_json(path)
         if record is None or record.get("port") != port:
             continue
         if folder / str(record.get("connection_file", "")) in own:
@@ -107,7 +107,7 @@ def kernel_ui_secret(kernel_manager: Any, port: int) -> str | None:
     return None
 
 
-def _read_private(path: Path) -> dict[str, Any] | None:
+def read_private_json(path: Path) -> dict[str, Any] | None:
     """The JSON of ``path`` if it is a regular file of this user that no one else can
     read or write; None otherwise."""
     try:

@@ -243,6 +243,10 @@ export interface Session {
    */
   ui_url: string;
   /**
+   * That UI answers only this kernel's Jupyter server (it wants a secret the server adds: a context or a local Spark Connect server this project started on a local master); false when anyone who reaches its port can read it (a context the user started, a cluster master's) or there is no UI.
+   */
+  ui_protected: boolean;
+  /**
    * The page of that UI (a path under it) listing the session's operations with their Spark jobs: a local Spark Connect server's Connect tab ("" for classic sessions, whose jobs have pages of their own, and without a UI).
    */
   operations_page: string;

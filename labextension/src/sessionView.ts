@@ -80,6 +80,10 @@ function renderSessionRow(
     );
     link.dataset.testid = 'jss-session-ui-link';
     info.appendChild(link);
+    // Strictly false: a kernel of an older version does not say.
+    if (session.ui_protected === false) {
+      info.appendChild(renderUnprotectedNote());
+    }
   }
   if (session.disconnected) {
     const warning = el(
@@ -102,6 +106,25 @@ function renderSessionRow(
   row.appendChild(cancelAll);
   row.appendChild(info);
   return row;
+}
+
+/**
+ * One line under the link when anyone who reaches the UI's port reads it (a
+ * context the user started, a cluster master's): the kernel's `info` says the
+ * same.
+ */
+function renderUnprotectedNote(): HTMLElement {
+  const note = el(
+    'div',
+    'jp-SparkSessions-uiNote',
+    'Spark UI not protected: other local users can read it'
+  );
+  note.dataset.testid = 'jss-session-ui-unprotected';
+  note.title =
+    'This project did not start its context on a local master, so its UI ' +
+    'answers anyone who reaches its port (any local user; on a cluster ' +
+    "master, the network). See the project's docs/security.md.";
+  return note;
 }
 
 /**

@@ -61,6 +61,7 @@ export function session(partial: Partial<Session> = {}): Session {
     files: [],
     running_jobs: 0,
     ui_url: '',
+    ui_protected: false,
     operations_page: '',
     share: '',
     slots: 0,

@@ -398,6 +398,36 @@ describe('SparkSessionsSidebar progress, timeline and Spark UI links', () => {
     expect(off.querySelector('a')).toBeNull();
     expect(off.textContent).toContain('Job 32');
   });
+
+  it("says once when a session's Spark UI is not protected", async () => {
+    const { root } = await connected(
+      board({
+        sessions: [
+          session({
+            name: 'mine',
+            ui_url: 'http://127.0.0.1:4041',
+            ui_protected: true
+          }),
+          session({
+            name: 'theirs',
+            ui_url: 'http://127.0.0.1:4042',
+            ui_protected: false
+          }),
+          session({ name: 'off', ui_url: '', ui_protected: false })
+        ]
+      })
+    );
+    const notes = q(root, 'jss-session-ui-unprotected');
+    expect(notes).toHaveLength(1);
+    expect(
+      notes[0]
+        .closest('[data-testid="jss-session"]')!
+        .getAttribute('data-session')
+    ).toBe('theirs');
+    expect(notes[0].textContent).toBe(
+      'Spark UI not protected: other local users can read it'
+    );
+  });
 });
 
 describe('SparkSessionsSidebar.currentTarget', () => {
