@@ -30,6 +30,8 @@ from .errors import (
     SessionNameError,
     SessionRootError,
     SparkSessionsError,
+    SqlInputError,
+    SqlStatementError,
     UnknownGroupError,
     UnknownSessionError,
     UnsupportedKernelError,
@@ -70,6 +72,8 @@ __all__ = [
     "SparkSessionsApp",
     "SparkSessionsConfig",
     "SparkSessionsError",
+    "SqlInputError",
+    "SqlStatementError",
     "UnknownGroupError",
     "UnknownSessionError",
     "UnsupportedKernelError",
@@ -123,6 +127,7 @@ def load_ipython_extension(ip: Any) -> None:
     from .cells.tagging import CellJobTagging
     from .kernel.shutdown import call_once_at_shutdown
     from .magics.session_magics import SparkSessionMagics
+    from .magics.sql_magic import SparkSqlMagics
 
     app = default_app(SparkSessionsConfig(parent=ip))
     registry = app.registry
@@ -142,6 +147,7 @@ def load_ipython_extension(ip: Any) -> None:
         except UnsupportedKernelError as exc:  # before anything is registered
             raise UsageError(f"jupyter_spark_sessions cannot load: {exc}") from None
     ip.register_magics(SparkSessionMagics(ip, app, tagging))
+    ip.register_magics(SparkSqlMagics(ip, app, tagging))
     progress = CellProgressViews(ip, app, tagging)
     lifecycle = CellLifecycle(
         ip,

@@ -121,6 +121,19 @@ class SparkSessionsConfig(Configurable):
         "(PySpark's own behaviour, like `%spark_session cancel --all`).",
     ).tag(config=True)
 
+    sql_display_rows = Int(
+        20,
+        min=1,
+        help="Rows a `%%spark_sql` cell shows (and fetches) unless `-n` says otherwise.",
+    ).tag(config=True)
+
+    sql_max_rows = Int(
+        100_000,
+        min=1,
+        help="Rows `%%spark_sql -o VAR` fetches into its pandas DataFrame at most, unless "
+        "`--max-rows` says otherwise (a cut result says so in one line).",
+    ).tag(config=True)
+
     retained_groups = Int(
         50,
         help="How many finished job groups the job board keeps (the oldest go first).",

@@ -23,6 +23,8 @@ escapes is a bug and keeps its traceback.
     +-- SessionLostError         how a cell ends whose session's driver or server is gone
     +-- ProtocolError            a request that does not follow the protocol (a code)
     +-- GatewayRelayError        a Kernel Gateway that could not take a relayed request
+    +-- SqlInputError            a SQL cell's text that cannot run (a variable, a brace)
+    +-- SqlStatementError        how a SQL cell ends whose statement Spark refused
 """
 
 from __future__ import annotations
@@ -115,3 +117,15 @@ class GatewayRelayError(SparkSessionsError):
         super().__init__(message)
         self.status = status
         self.code = code
+
+
+class SqlInputError(SparkSessionsError):
+    """A SQL cell's text that cannot be sent to Spark: a ``{name}`` that is no variable of
+    the notebook or no Python identifier, an unbalanced brace, a variable where Spark
+    reads text rather than a parameter. Nothing ran."""
+
+
+class SqlStatementError(SparkSessionsError):
+    """How a ``%%spark_sql`` cell ends when Spark refused or failed one of its
+    statements: Spark's error class, message and the position marker in at most four
+    lines (``sql/error_text``); its ``__cause__`` is Spark's own error (``%tb``)."""

@@ -178,6 +178,17 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
         guard=_PRIVATE_APIS + "test_py4j_reports_a_dead_jvm_through_the_root_logger_we_filter",
     ),
     ProcessWideChange(
+        what="a filter on PySpark's SQLQueryContextLogger and DataFrameQueryContextLogger "
+        "drops the records of the thread running a %%spark_sql cell, while it runs",
+        where="magics/sql_magic.py",
+        mark="logger.addFilter(quiet)",
+        why="PySpark logs every SQL error with a query context as a JSON line on stderr "
+        "(PySparkException._log_exception), beside the error itself",
+        breaks_without="a SQL cell's short error comes under a JSON ERROR line of the "
+        "same message, in red",
+        guard="tests/test_sql_magic_kernel.py::test_a_syntax_error_is_at_most_four_lines_with_the_caret",
+    ),
+    ProcessWideChange(
         what="handle_error of PySpark's accumulator server (SparkContext._accumulatorServer, "
         "one socketserver per context) replaced",
         where="backends/driver.py",

@@ -12,6 +12,8 @@
   was and what to run again.
 - A column or UDF of the other PySpark flavour: what to do instead.
 - An import of a module only a session's own packages have (``package_hints``).
+- A SQL cell's statement Spark refused: its error class, message and position marker
+  (``magics/sql_magic``, ``sql/error_text``), named as Spark's error.
 
 Every other error keeps its traceback; ``%tb`` still shows the full one of these.
 """
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from ..backends.spark_errors import cancellation_line, mixes_flavours
-from ..errors import JobsCancelled, SessionLostError
+from ..errors import JobsCancelled, SessionLostError, SqlStatementError
 from ..kernel import ipykernel_internals
 from ..sessions.gone_objects import OLD_DRIVER, gone_object_line, looks_gone, sessions_used
 from .package_hints import package_hint
@@ -126,6 +128,9 @@ class CancelledCellErrors:
             story = self._cancels_of_this_cell(with_jobs=True)
             shown = (KeyboardInterrupt, story) if story else None
             self._cell.shown = shown
+        elif isinstance(value, SqlStatementError):  # a SQL cell's: named as Spark's error
+            cause = value.__cause__
+            shown = (type(cause) if cause is not None else etype, str(value))
         elif mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
             shown = (etype, MIXED_FLAVOURS)
         elif looks_gone(value):

@@ -1,0 +1,367 @@
+"""The ``%%spark_sql`` cell magic (and ``%spark_sql`` line magic): a cell's SQL run in a
+session, its result shown as a table a person can read, or put into a variable.
+
+The cell's statements run in order (``sql/statements``), inside the cell's job group of
+the session (``SessionRegistry.running_in``, as ``%%spark_session NAME``): progress under
+the cell, Cancel from every view, Interrupt cancels only it. Only the rows shown are
+fetched (one more, to know whether there are more). Every mistake in the magic's line
+or the cell's text is one line before anything runs; an error Spark raises for a
+statement is at most four lines (``sql/error_text``), with Spark's own in ``%tb``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
+
+from ..backends.spark_errors import cancellation_line
+from ..errors import SparkSessionsError, SqlStatementError
+from ..sql.error_text import short_sql_error
+from ..sql.result_table import ResultTable, mime_bundle
+from ..sql.statements import BoundStatement, bind_variables, is_command, outcome_line
+from ..sql.statements import split_statements as split_sql
+
+if TYPE_CHECKING:
+    from ..app import SparkSessionsApp
+    from ..cells.tagging import CellJobTagging
+
+EXAMPLE = """\
+Example:
+
+    %%spark_sql etl -n 5 -o top
+    CREATE OR REPLACE TEMP VIEW t AS SELECT id, id * 2 AS doubled FROM range(1000);
+    SELECT * FROM t WHERE id > {low} ORDER BY id
+
+runs both statements in session etl, shows the first 5 rows of the last one, and puts
+up to --max-rows of them in the pandas DataFrame `top`; {low} is the notebook's
+variable `low`, sent to Spark as a bound parameter (a DataFrame variable is read as a
+table). `%spark_sql SELECT count(*) FROM t` is the one-line form (session first when
+you name one: `%spark_sql etl SELECT ...`).
+"""
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1, not {text!r}")
+    return value
+
+
+def _identifier(text: str) -> str:
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Python variable name")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line, no usage block
+        raise UsageError(f"%spark_sql: {message} (`%spark_sql?` shows its options).")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="%%spark_sql", add_help=False, allow_abbrev=False)
+    parser.add_argument("name", nargs="?", metavar="NAME", help="the session (default: `spark`'s)")
+    parser.add_argument(
+        "-n", "--rows", type=_positive, metavar="N", help="rows to show (and fetch)"
+    )
+    parser.add_argument(
+        "-o", "--output", type=_identifier, metavar="VAR", help="the result as a pandas DataFrame"
+    )
+    parser.add_argument("--max-rows", type=_positive, metavar="M", help="rows -o fetches at most")
+    parser.add_argument(
+        "--df", type=_identifier, metavar="VAR", help="the result as a Spark DataFrame, not run"
+    )
+    parser.add_argument("--count", action="store_true", help="count every row of the result")
+    parser.add_argument("-q", "--quiet", action="store_true", help="show no table")
+    return parser
+
+
+PARSER = _parser()
+#: Options that take a value (the line form reads them before the query).
+_VALUED = {"-n", "--rows", "-o", "--output", "--max-rows", "--df"}
+_FLAGS = {"--count", "-q", "--quiet"}
+
+
+@dataclass(frozen=True)
+class SqlRequest:
+    """What a ``%spark_sql`` line (and cell) asks."""
+
+    options: argparse.Namespace
+    sql: str
+
+
+def parse_request(line: str, cell: str | None, session_names: set[str]) -> SqlRequest:
+    """The options and the SQL of a line (cell form: ``[NAME] [options]``, the SQL is the
+    cell; line form: ``[options] [NAME] query``). UsageError in one line for a mistake."""
+    if cell is not None:
+        options = PARSER.parse_args(line.split())
+        return SqlRequest(options, cell)
+    # The line form: options first, then (when it names a session) NAME, then the query
+    # as written (quotes and dashes are SQL's, not the magic's).
+    words = list(re.finditer(r"\S+", line))
+    taken: list[str] = []
+    index = 0
+    while index < len(words) and words[index].group().startswith("-"):
+        word = words[index].group()
+        option = word.split("=", 1)[0]
+        if option not in _VALUED and option not in _FLAGS:
+            break  # the query's own text (`-- a comment`, a typo: argparse says which)
+        taken.append(word)
+        if option in _VALUED and "=" not in word and index + 1 < len(words):
+            index += 1
+            taken.append(words[index].group())
+        index += 1
+    if index < len(words) and words[index].group() in session_names:
+        taken.insert(0, words[index].group())
+        index += 1
+    if index < len(words) and words[index].group().startswith("-"):
+        PARSER.parse_args([*taken, words[index].group()])  # an unknown option: one line
+    sql = line[words[index].start() :] if index < len(words) else ""
+    return SqlRequest(PARSER.parse_args(taken), sql)
+
+
+def _is_dataframe(value: object) -> bool:
+    from pyspark.sql import DataFrame as ClassicDataFrame
+
+    try:
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+    except ImportError:  # Spark Connect's extras are not installed
+        return isinstance(value, ClassicDataFrame)
+    return isinstance(value, (ClassicDataFrame, ConnectDataFrame))
+
+
+@magics_class
+class SparkSqlMagics(Magics):
+    """Registers ``%spark_sql`` / ``%%spark_sql`` on a shell."""
+
+    def __init__(
+        self, shell: InteractiveShell, app: SparkSessionsApp, tagging: CellJobTagging
+    ) -> None:
+        super().__init__(shell)
+        self.ip = shell
+        self.registry = app.registry
+        self.tagging = tagging
+
+    @line_cell_magic
+    def spark_sql(self, line: str, cell: str | None = None) -> None:
+        try:
+            self._run(line, cell)
+        except SparkSessionsError as exc:
+            if isinstance(exc, SqlStatementError):
+                raise  # shown as Spark's error, in its lines (cells/error_lines)
+            raise UsageError(str(exc)) from None
+
+    def _run(self, line: str, cell: str | None) -> None:
+        request = parse_request(line, cell, set(self.registry.names()))
+        options = request.options
+        name, session = self._session(options.name)
+        statements = split_sql(request.sql)
+        if not statements:
+            where = " in the cell" if cell is not None else ""
+            raise UsageError(f"%spark_sql: there is no SQL to run{where}.")
+        namespace = self.ip.user_ns
+        # Every variable is checked before anything runs.
+        bound = [bind_variables(s, namespace, _is_dataframe) for s in statements]
+        count = self.tagging.current_count()
+        description = _first_sql_line(statements[0])
+        with _quiet_query_context_log():
+            if name is None:  # the user's own SparkSession: as plain PySpark runs it
+                self._execute(session, statements, bound, options)
+                return
+            with self.registry.running_in(name, count, description):
+                self._execute(session, statements, bound, options, name)
+
+    def _session(self, name: str | None) -> tuple[str | None, Any]:
+        """(name, session) to run in: the one named, else the one `spark` is bound to
+        (a session of the user's own: no name)."""
+        if name is not None:
+            return name, self.registry.session(name)
+        bound = self.ip.user_ns.get("spark")
+        managed = self.registry.find(bound)
+        if managed is not None:
+            return managed.name, managed.session
+        if bound is not None and hasattr(bound, "sql") and hasattr(bound, "createDataFrame"):
+            return None, bound
+        raise UsageError(
+            "%spark_sql: no session to run in: name one (`%%spark_sql NAME`) or bind "
+            "`spark` to one (`%spark_session use NAME`)."
+        )
+
+    def _execute(
+        self,
+        session: Any,
+        statements: list[str],
+        bound: list[BoundStatement],
+        options: argparse.Namespace,
+        name: str | None = None,
+    ) -> None:
+        *before, last = zip(statements, bound, strict=True)
+        for statement, call in before:
+            self._sql(session, statement, call, name)
+        statement, call = last
+        started = time.monotonic()
+        frame = self._sql(session, statement, call, name)
+        if options.df:
+            self.ip.user_ns[options.df] = frame
+            if not (options.output or is_command(statement)):
+                print(f"`{options.df}` is a Spark DataFrame of {_whose(name)} (not run yet).")
+                if options.quiet or options.rows is None:
+                    return
+        if is_command(statement):
+            print(outcome_line(statement, time.monotonic() - started))
+            return
+        config = self.registry.config
+        shown = options.rows or config.sql_display_rows
+        try:
+            table = self._fetch(frame, options, shown, config.sql_max_rows)
+        except Exception as exc:
+            _raise_short(exc, name)
+            raise
+        if not options.quiet:
+            display(mime_bundle(table), raw=True)  # type: ignore[no-untyped-call]
+
+    def _fetch(
+        self, frame: Any, options: argparse.Namespace, shown: int, max_rows: int
+    ) -> ResultTable:
+        columns = tuple((f.name, f.dataType.simpleString()) for f in frame.schema.fields)
+        total = frame.count() if options.count else None
+        if options.output:
+            limit = options.max_rows or max_rows
+            pandas = frame.limit(limit + 1).toPandas()
+            cut = len(pandas) > limit
+            if cut:
+                pandas = pandas.iloc[:limit]
+                print(f"`{options.output}` holds the first {limit:,} rows (--max-rows {limit}).")
+            self.ip.user_ns[options.output] = pandas
+            rows = _pandas_rows(pandas, shown + 1)  # shown: what the variable holds
+            more = cut or len(rows) > shown
+        else:
+            rows = [tuple(row) for row in frame.limit(shown + 1).collect()]
+            more = len(rows) > shown
+        return ResultTable(columns, tuple(rows[:shown]), more=more, total=total)
+
+    def _sql(self, session: Any, statement: str, call: BoundStatement, name: str | None) -> Any:
+        try:
+            return session.sql(call.sql, args=call.args or None, **call.frames)
+        except Exception as exc:
+            _raise_short(exc, name)
+            raise
+
+
+def _raise_short(exc: Exception, name: str | None) -> None:
+    """Raise Spark's SQL error ``exc`` in its short form (``SqlStatementError``, caused
+    by it); return for any other error (a cancel, a lost driver: cells/error_lines says
+    those in one line; a bug keeps its traceback)."""
+    if cancellation_line(exc) is not None:
+        return
+    text = short_sql_error(exc)
+    if text is None:
+        return
+    first, *rest = text.splitlines()
+    if name is not None and first.startswith("[TABLE_OR_VIEW_NOT_FOUND]"):
+        # Temp views are per session: one line that says which session looked.
+        found = _NOT_FOUND.search(first)
+        what = found.group(1) if found else "The table or view"
+        first = (
+            f"[TABLE_OR_VIEW_NOT_FOUND] {what} cannot be found in session '{name}' "
+            "(a temporary view belongs to the session that made it)."
+        )
+        rest = []
+    raise SqlStatementError("\n".join([first, *rest])) from exc
+
+
+_NOT_FOUND = re.compile(r"(The table or view \S+) cannot be found")
+
+
+#: PySpark logs each SQL error that has a query context as a JSON line on stderr
+#: (``PySparkException._log_exception``; these loggers do not propagate): a SQL cell
+#: says it in its own lines.
+_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+class _RecordsOfOtherThreads(logging.Filter):
+    """Drops the records of the thread that made it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread != self.thread
+
+
+@contextmanager
+def _quiet_query_context_log() -> Iterator[None]:
+    """While a SQL cell runs, PySpark's query-context loggers skip its thread's records
+    (other threads' errors still log)."""
+    from pyspark.logger import PySparkLogger
+
+    quiet = _RecordsOfOtherThreads()
+    # PySpark's own factory: a plain Logger of that name would break PySpark's calls.
+    loggers = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
+    for logger in loggers:
+        logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(quiet)
+
+
+def _first_sql_line(statement: str) -> str:
+    """How the board describes the cell's group: its first line that is not a comment."""
+    lines = [line.strip() for line in statement.splitlines()]
+    return next((line for line in lines if line and not line.startswith("--")), lines[0])
+
+
+def _whose(name: str | None) -> str:
+    return f"session '{name}'" if name else "your session"
+
+
+def _pandas_rows(pandas: Any, count: int) -> list[tuple[object, ...]]:
+    """The first ``count`` rows of a pandas DataFrame as Python values (NULL as None)."""
+    head = pandas.head(count)
+    values = head.astype(object).where(head.notna(), None)
+    return [tuple(row) for row in values.itertuples(index=False, name=None)]
+
+
+HELP = f"""Run SQL in a Spark session and show its result as a table.
+
+{PARSER.format_usage().strip()}   (the cell holds the SQL)
+%spark_sql [options] [NAME] QUERY                  (one line)
+
+Statements separated by `;` run in order; the last one's result is shown (a command
+such as CREATE, INSERT or SET k=v: one line saying it was done). The cell's Spark jobs
+are the cell's group of the session: progress under the cell, Cancel from the
+sidebar, Interrupt cancels only them.
+
+Options:
+  NAME             the session (default: the one `spark` is bound to)
+  -n, --rows N     rows to show, and to fetch (default: SparkSessionsConfig.sql_display_rows)
+  -o, --output VAR the result as a pandas DataFrame (at most --max-rows rows)
+  --max-rows M     rows -o fetches at most (default: SparkSessionsConfig.sql_max_rows)
+  --df VAR         the result as a Spark DataFrame of the session, not run
+  --count          count every row, for the caption (runs the query once more)
+  -q, --quiet      show no table
+
+{{name}} in the SQL is the notebook's variable `name`: a DataFrame is read as a table,
+any other value is sent as a bound parameter (write IDENTIFIER({{t}}) for a table
+name held in `t`); {{{{ and }}}} are literal braces.
+
+{EXAMPLE}"""
+SparkSqlMagics.spark_sql.__doc__ = HELP
