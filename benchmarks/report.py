@@ -191,6 +191,56 @@ Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_
 """
 
 
+def _spark_auth_cost(r: dict[str, Any]) -> str:
+    on, off = r["seconds"]["true"], r["seconds"]["false"]
+    spread = max(max(v) / min(v) - 1 for v in (on, off))
+    load = r["load_average_1m"]
+    runs_on, runs_off = (", ".join(f"{x:.1f}" for x in v) for v in (on, off))
+    noisy = spread > r["target"] - 1  # the machine's noise, not the setting, sets the ratio
+    caveat = (
+        f"\nThat spread is above the target's {r['target'] - 1:.0%} margin: the ratio says"
+        " only that no cost showed."
+    ) * noisy
+    return f"""## `spark.authenticate` on a local master (`benchmarks/spark_auth_cost.py`)
+
+The {r["tasks"]:,}-task JVM-only job of one session on `local[2]` with
+`spark.authenticate=true` (the default for contexts this project starts on `local` and
+`local[...]`, issue 40) against `false`: a new context (and JVM) per run, {r["rounds"]} runs
+each in ABBA order after one unmeasured context. The runs of one mode differ by up to
+{spread:.0%} (1-minute load average {load["before"]:.1f} before, {load["after"]:.1f} after).{caveat}
+
+| figure | measured | target |
+|---|---|---|
+| authentication on (median; runs: {runs_on} s) | {r["on_s_median"]:.2f} s | |
+| authentication off (median; runs: {runs_off} s) | {r["off_s_median"]:.2f} s | |
+| ratio on / off | {r["ratio"]:.3f} | <= {r["target"]} |
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+"""
+
+
+def _spark_ui_route(r: dict[str, Any]) -> str:
+    rows = "\n".join(
+        f"| `{p['path']}` | {p['route_ms_median']:.1f} ms | {p['direct_ms_median']:.1f} ms "
+        f"| {p['added_ms_median']:+.1f} ms | {p['ratio']:.2f} |"
+        for p in r["pages"].values()
+    )
+    return f"""## The Spark UI through the owner's route (`benchmarks/spark_ui_route.py`)
+
+A page of a kernel's Spark UI (`local[2]`, a managed session that ran ten jobs) through
+the Jupyter server's route `{r["base_url"]}spark-sessions/ui/<port>/` with the server's
+token (which adds the UI's secret) against the UI's own port with the secret header,
+{r["loads"]} loads each way, interleaved, after {r["warm_up_loads"]} unmeasured, each on a
+new connection. No target: the ratio is reported.
+
+| page | through the route (median) | direct (median) | added | ratio |
+|---|---:|---:|---:|---:|
+{rows}
+
+Measured {r["measured_at"]}.
+"""
+
+
 RENDERERS = {
     "session_env": _session_env,
     "board_overhead": board_overhead_render.render,
@@ -203,6 +253,8 @@ RENDERERS = {
     "artifacts": _artifacts,
     "kernel_shutdown": _kernel_shutdown,
     "test_suite": _test_suite,
+    "spark_auth_cost": _spark_auth_cost,
+    "spark_ui_route": _spark_ui_route,
 }
 
 

@@ -77,6 +77,9 @@ def test_isolated_sessions_demo_reads_each_sessions_own_files(tmp_path: Path) ->
     assert "EMEA EUR" in out["sales-reads"] and "APAC" not in out["sales-reads"]
     assert "APAC JPY" in out["marketing-reads"] and "EMEA" not in out["marketing-reads"]
     assert "region\nAPAC" in out["driver-reads"]
+    # Each session's SQL cell reads its own `orders` view (issue 37).
+    assert "EMEA" in out["sql-sales"] and "APAC" not in out["sql-sales"], out["sql-sales"]
+    assert re.search(r"APAC\s+10\s+45000", out["sql-marketing"]), out["sql-marketing"]
     assert re.search(r"mine\s+adopted", out["adopt"]), out["adopt"]
     assert "still usable after stop (only unregistered): 3" in out["adopted-stop"]
 
