@@ -70,7 +70,8 @@ def owned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Owned]:
     other: JupyterServer | None = None
     kernel: Kernel | None = None
     try:
-        other = JupyterServer(tmp_path_factory.mktemp("spark-ui-other"))
+        # Another user's server, as a hub runs it under that user's prefix.
+        other = JupyterServer(tmp_path_factory.mktemp("spark-ui-other"), base_url="/user/ben/")
         kernel_id = server.api("POST", "api/kernels", {"name": "python3"})["id"]
         connection_file = server.runtime_dir / f"kernel-{kernel_id}.json"
         wait_until(connection_file.exists, 60, 0.1)

@@ -54,10 +54,11 @@ class Reply:
 
 
 class JupyterServer:
-    """``jupyter server`` on 127.0.0.1 under ``BASE_URL``, with a random token; its
-    kernels' connection files in ``runtime_dir``."""
+    """``jupyter server`` on 127.0.0.1 under ``base_url`` (a JupyterHub user's prefix),
+    with a random token; its kernels' connection files in ``runtime_dir``."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, base_url: str = BASE_URL) -> None:
+        self.base_url = base_url
         self.token = secrets.token_hex(16)
         self.port = free_port()
         self.runtime_dir = base / "runtime"
@@ -79,7 +80,7 @@ class JupyterServer:
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
-            f"--ServerApp.base_url={BASE_URL}",
+            f"--ServerApp.base_url={base_url}",
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={base / 'root'}",
         ]
@@ -104,7 +105,7 @@ class JupyterServer:
         """One HTTP request to ``path`` (under the base URL, or absolute when it starts
         with "/"), with the server's token unless ``token`` is None; redirects are not
         followed."""
-        target = path if path.startswith("/") else spark_ui.join_base_url(BASE_URL, path)
+        target = path if path.startswith("/") else spark_ui.join_base_url(self.base_url, path)
         sent = dict(headers or {})
         if token is not None:
             sent["Authorization"] = f"token {token or self.token}"
