@@ -111,7 +111,7 @@ def table(
         (1, False, None, "1 row"),
         (0, False, None, "0 rows"),
         (1234, False, None, "1,234 rows"),
-        (20, True, None, "showing the first 20 rows (more not fetched: -n N shows more)"),
+        (20, True, None, "showing the first 20 rows (more exist: -n N shows more, --count counts them)"),
         (20, True, 1_000_000, "showing 20 of 1,000,000 rows"),
         (20, False, 20, "20 rows"),
     ],
@@ -221,7 +221,7 @@ def test_null_is_styled_apart_from_the_string_null() -> None:
     assert null.text == text.text == "NULL"
     assert "jss-sql-null" in null.classes and "jss-sql-null" not in text.classes
     rule = re.search(r"\.jss-sql-null\s*\{([^}]*)\}", read.style)
-    assert rule and "italic" in rule.group(1) and "opacity" in rule.group(1)
+    assert rule and "italic" in rule.group(1) and "font-color2" in rule.group(1)
 
 
 def test_a_long_value_is_cut_and_whole_on_hover() -> None:
@@ -292,7 +292,7 @@ def test_the_text_form_aligns_columns_and_ends_with_the_caption() -> None:
         "  1  alpha    1.5",
         " 22  NULL    NULL",
         "333  NULL   -0.25",
-        "showing the first 3 rows (more not fetched: -n N shows more)",
+        "showing the first 3 rows (more exist: -n N shows more, --count counts them)",
     ]
 
 

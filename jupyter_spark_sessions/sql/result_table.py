@@ -66,12 +66,12 @@ def _plural(count: int) -> str:
 
 def caption(table: ResultTable) -> str:
     """``"3 rows"``, or what the table leaves out: ``"showing 20 of 1,000,000 rows"``,
-    ``"showing the first 20 rows (more not fetched: -n N shows more)"``."""
+    ``"showing the first 20 rows (more exist: -n N shows more, --count counts them)"``."""
     shown = len(table.rows)
     if table.total is not None and table.total > shown:
         return f"showing {shown:,} of {_plural(table.total)}"
     if table.total is None and table.more:
-        return f"showing the first {_plural(shown)} (more not fetched: -n N shows more)"
+        return f"showing the first {_plural(shown)} (more exist: -n N shows more, --count counts them)"
     return _plural(shown if table.total is None else table.total)
 
 
@@ -173,6 +173,7 @@ _STYLE = f"""
 }}
 {_T} {{
   max-height: 32em; max-width: 100%; overflow: auto; display: inline-block;
+  vertical-align: top;
   border: 1px solid var(--jp-border-color2, rgba(128, 128, 128, 0.4));
 }}
 {_T} table {{
@@ -201,11 +202,9 @@ _STYLE = f"""
 {_T} .jss-sql-name {{ display: block; font-weight: 600; }}
 {_T} .jss-sql-type {{
   display: block; font-weight: normal; font-size: 0.8em;
-  color: var(--jp-ui-font-color2, inherit); opacity: 0.8;
+  color: var(--jp-ui-font-color2, inherit);
 }}
-{_T} .jss-sql-null {{
-  font-style: italic; color: var(--jp-ui-font-color2, inherit); opacity: 0.8;
-}}
+{_T} .jss-sql-null {{ font-style: italic; color: var(--jp-ui-font-color2, inherit); }}
 .{CSS_CLASS} .jss-sql-caption {{
   margin-top: 0.3em; font-size: 0.9em; color: var(--jp-ui-font-color2, inherit);
 }}
