@@ -71,7 +71,8 @@ def caption(table: ResultTable) -> str:
     if table.total is not None and table.total > shown:
         return f"showing {shown:,} of {_plural(table.total)}"
     if table.total is None and table.more:
-        return f"showing the first {_plural(shown)} (more exist: -n N shows more, --count counts them)"
+        more = "more exist: -n N shows more, --count counts them"
+        return f"showing the first {_plural(shown)} ({more})"
     return _plural(shown if table.total is None else table.total)
 
 
