@@ -25,6 +25,8 @@ from jupyter_spark_sessions.sql.result_table import (
     value_text,
 )
 
+MORE = "more exist: -n N shows more, --count counts them"
+
 
 class Cell:
     def __init__(self, tag: str, attrs: dict[str, str]) -> None:
@@ -111,7 +113,12 @@ def table(
         (1, False, None, "1 row"),
         (0, False, None, "0 rows"),
         (1234, False, None, "1,234 rows"),
-        (20, True, None, "showing the first 20 rows (more exist: -n N shows more, --count counts them)"),
+        (
+            20,
+            True,
+            None,
+            "showing the first 20 rows (more exist: -n N shows more, --count counts them)",
+        ),
         (20, True, 1_000_000, "showing 20 of 1,000,000 rows"),
         (20, False, 20, "20 rows"),
     ],
@@ -292,7 +299,7 @@ def test_the_text_form_aligns_columns_and_ends_with_the_caption() -> None:
         "  1  alpha    1.5",
         " 22  NULL    NULL",
         "333  NULL   -0.25",
-        "showing the first 3 rows (more exist: -n N shows more, --count counts them)",
+        f"showing the first 3 rows ({MORE})",
     ]
 
 
