@@ -241,6 +241,65 @@ Measured {r["measured_at"]}.
 """
 
 
+_SQL_CELL_FIGURES = {
+    "scan": "`-n 20` of `scan` / `spark.sql(q).limit(20).toPandas()`",
+    "sorted": "`-n 20` of `sorted` / the same",
+    "scan_arrow_off": "`-n 20` of `scan` / the same, Arrow off",
+    "range": "`-o` 100,000 rows of `range` / `out = spark.sql(q).toPandas()`",
+    "filtered": "`-o` 100,000 rows of `filtered` / the same",
+}
+
+
+def _sql_cell(r: dict[str, Any]) -> str:
+    def row(name: str, f: dict[str, Any]) -> str:
+        m, b, p = f["magic_ms"], f["baseline_ms"], f["paired_ratio"]
+        measured = (
+            f"{m['median']:.1f} / {b['median']:.1f} ms = {f['ratio']:.2f} "
+            f"(pairs {p['p25']:.2f}-{p['p75']:.2f}, all {p['min']:.2f}-{p['max']:.2f})"
+        )
+        return f"| {_SQL_CELL_FIGURES.get(name, name)} | {measured} | <= {r['target']} |"
+
+    figures = [*r["display_rows"].items(), *r["output_rows"].items()]
+    rows = "\n".join(row(name, figure) for name, figure in figures)
+    queries = {**r["row1_queries"], **r["row2_queries"]}
+    query_lines = "\n".join(
+        f"- `{name}`: `{q}`" for name, q in queries.items() if name != "scan_arrow_off"
+    )
+    load = r["load_average_1m"]
+    return f"""## SQL cells (`benchmarks/sql_cell.py`)
+
+`%%spark_sql` cells against the PySpark a user would write instead, in one kernel
+(`local[2]`, UI off, `%spark_session use a`: both sides are bound cells of session a),
+each timed from the `execute_request` until its reply and its output (the magic's
+table, pandas' HTML of the baseline's value) reached the client. {r["rounds"]} cells of
+each side in ABBA order after {r["warm_up"]} unmeasured; medians, and the ratio of each
+magic cell to the baseline cell beside it (quartiles, all). `-n 20` runs in the
+session's defaults (Arrow for `toPandas`: {r["row1_arrow_enabled"]}), and once more with
+Arrow off; `-o` is `%%spark_sql a -o out -q --max-rows 100000` with
+`spark.sql.execution.arrow.pyspark.enabled=true` (fallback off) in the session for both
+sides. 1-minute load average {load["before"]:.1f} before, {load["after"]:.1f} after.
+
+{query_lines}
+
+| figure (magic / baseline) | measured | target |
+|---|---|---|
+{rows}
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+
+Under Arrow, `toPandas()` of a limited DataFrame runs Spark's limit as a stage of its
+own (each partition's first, or top, rows shuffled into one partition, which one task turns into
+Arrow batches), while `collect()` of the same limit, which the magic's `-n` runs, needs
+no such stage (Spark reads the first partitions only, or for `ORDER BY` merges each
+partition's top rows in the driver): the `-n` baseline pays a stage the magic does not,
+hence the row with Arrow off. `-o` caps its fetch with
+`limit(--max-rows + 1)`: when Spark knows the query has no more rows (`range`) its
+optimizer drops the limit, and the magic adds only its own few milliseconds; when it
+cannot (`filtered`, as for any table) the capped fetch pays that stage, whose cost grows
+with the rows fetched.
+"""
+
+
 RENDERERS = {
     "session_env": _session_env,
     "board_overhead": board_overhead_render.render,
@@ -255,6 +314,7 @@ RENDERERS = {
     "test_suite": _test_suite,
     "spark_auth_cost": _spark_auth_cost,
     "spark_ui_route": _spark_ui_route,
+    "sql_cell": _sql_cell,
 }
 
 
