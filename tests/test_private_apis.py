@@ -45,6 +45,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     assert session.sparkContext._jvm.System.getProperty("java.io.tmpdir") == str(java_tmp)
     yield session
     session.sparkContext.stop()
+    driver.end_jvm(timeout=30)  # the next module in this worker launches its own JVM
 
 
 def test_active_context_and_stopped_state(root: Any) -> None:

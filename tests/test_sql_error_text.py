@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_spark_sessions.backends import driver
 from jupyter_spark_sessions.sql.error_text import ErrorPosition, short_sql_error
 
 pytestmark = [pytest.mark.spark]
@@ -31,6 +32,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     )
     yield session
     session.stop()
+    # Its JVM ends with it: a later module in this worker launches its own (with its
+    # own options), as a kernel would, rather than finding this one.
+    driver.end_jvm(timeout=30)
 
 
 def error_of(spark: Any, query: str) -> BaseException:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_spark_sessions.backends import driver
 from jupyter_spark_sessions.errors import SparkSessionsError, SqlInputError
 from jupyter_spark_sessions.sql.statements import (
     BoundStatement,
@@ -344,6 +345,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     )
     yield session
     session.stop()
+    # Its JVM ends with it: a later module in this worker launches its own (with its
+    # own options), as a kernel would, rather than finding this one.
+    driver.end_jvm(timeout=30)
 
 
 def run(spark: Any, bound: BoundStatement) -> list[tuple[Any, ...]]:
