@@ -33,6 +33,7 @@ from .errors import (
     SqlInputError,
     SqlStatementError,
     UnknownGroupError,
+    UnknownQueryError,
     UnknownSessionError,
     UnsupportedKernelError,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "SqlInputError",
     "SqlStatementError",
     "UnknownGroupError",
+    "UnknownQueryError",
     "UnknownSessionError",
     "UnsupportedKernelError",
     "__version__",

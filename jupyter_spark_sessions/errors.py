@@ -25,6 +25,7 @@ escapes is a bug and keeps its traceback.
     +-- GatewayRelayError        a Kernel Gateway that could not take a relayed request
     +-- SqlInputError            a SQL cell's text that cannot run (a variable, a brace)
     +-- SqlStatementError        how a SQL cell ends whose statement Spark refused
+    +-- UnknownQueryError        no streaming query of that name or id (or it ended)
 """
 
 from __future__ import annotations
@@ -129,3 +130,7 @@ class SqlStatementError(SparkSessionsError):
     """How a ``%%spark_sql`` cell ends when Spark refused or failed one of its
     statements: Spark's error class, message and the position marker in at most four
     lines (``sql/error_text``); its ``__cause__`` is Spark's own error (``%tb``)."""
+
+
+class UnknownQueryError(SparkSessionsError):
+    """No streaming query of the given name or id is on the board, or it already ended."""

@@ -38,7 +38,8 @@ class Request:
     kind: str = ""
     path: str = ""
     alias: str | None = None
-    source: str | None = None  # of a cancel: where the user asked for it
+    source: str | None = None  # of a cancel or a stop: where the user asked for it
+    query: str | None = None  # of a stop_query: the query's name, id or run id
 
 
 # action -> the fields it accepts besides version, action and request_id
@@ -48,6 +49,7 @@ ACTIONS: dict[str, frozenset[str]] = {
     "subscribe": frozenset({"comm_id"}),
     "unsubscribe": frozenset({"comm_id"}),
     "add": frozenset({"session", "kind", "path", "alias"}),
+    "stop_query": frozenset({"query", "source"}),
 }
 
 ADD_KINDS = ("file", "archive", "pyfile")
@@ -84,6 +86,8 @@ def parse_request(message: Any) -> Request:
         return _parse_cancel(message, request_id)
     if action == "add":
         return _parse_add(message, request_id)
+    if action == "stop_query":
+        return _parse_stop_query(message, request_id)
     comm_id = message.get("comm_id")
     if comm_id is not None:
         _check_text(comm_id, "comm_id")
@@ -115,6 +119,16 @@ def _parse_cancel(message: dict[str, Any], request_id: str | None) -> Request:
     for group in groups:
         _check_text(group, "each group id")
     return replace(request, groups=tuple(groups))
+
+
+def _parse_stop_query(message: dict[str, Any], request_id: str | None) -> Request:
+    _check_text(message.get("query"), "query")
+    source = message.get("source")
+    if "source" in message and source not in CANCEL_SOURCES:
+        raise ProtocolError("bad_request", f"'source' must be one of: {', '.join(CANCEL_SOURCES)}.")
+    return Request(
+        action="stop_query", request_id=request_id, query=message["query"], source=source
+    )
 
 
 def _parse_add(message: dict[str, Any], request_id: str | None) -> Request:
@@ -190,6 +204,8 @@ def board_patch(sent: dict[str, Any], board: dict[str, Any]) -> dict[str, Any]:
     }
     if board["sessions"] != sent["sessions"]:
         patch["sessions"] = board["sessions"]
+    if board["queries"] != sent["queries"]:
+        patch["queries"] = board["queries"]
     if _patched_order(list(before), patch) != now:  # a group first shown late
         patch["order"] = now
     return patch
@@ -214,6 +230,7 @@ def apply_board_patch(board: dict[str, Any], patch: dict[str, Any]) -> dict[str,
         "groups": [groups[gid] for gid in order],
         "other_running_jobs": patch["other_running_jobs"],
         "error": patch["error"],
+        "queries": patch.get("queries", board["queries"]),
     }
 
 

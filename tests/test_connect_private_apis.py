@@ -93,3 +93,13 @@ def test_interrupt_operation_exists_on_connect_sessions() -> None:
         "self",
         "op_id",
     ]
+
+
+def test_streaming_calls_reach_the_connect_writers_session() -> None:
+    # backends/streaming_calls reads the session a Connect DataStreamWriter writes with
+    # from its `_session` (set in its __init__) and wraps its start and toTable.
+    from pyspark.sql.connect.streaming.readwriter import DataStreamWriter
+
+    assert "self._session = session" in inspect.getsource(DataStreamWriter.__init__)
+    for name in ("start", "toTable"):
+        assert callable(getattr(DataStreamWriter, name)), name

@@ -29,7 +29,25 @@ UI_PORT = (
 )
 
 
-@pytest.mark.parametrize("line", [INCUBATOR, UI_PORT, UI_PORT.rstrip(b"\n"), INCUBATOR + b"\r"])
+#: What a streaming query's start, slow batches and stop printed (issue 36), as logged.
+STREAMING = [
+    b"26/12/03 21:32:20 WARN ResolveWriteToStream: Temporary checkpoint location created "
+    b"which is deleted normally when the query didn't fail: /tmp/jss/.spark-java-tmp/"
+    b"temporary-48d8a237. If it's required to delete it under any circumstances, please "
+    b"set spark.sql.streaming.forceDeleteTempCheckpointLocation to true. Important to know "
+    b"deleting temp checkpoint folder is best effort.\n",
+    b"26/12/03 21:32:20 WARN ResolveWriteToStream: spark.sql.adaptive.enabled is not "
+    b"supported in streaming DataFrames/Datasets and will be disabled.\n",
+    b"26/12/03 21:32:26 WARN DAGScheduler: Failed to cancel job group "
+    b"5fa1b857-8bd0-447d-9a29-66fecab96757. Cannot find active jobs for it.\n",
+    b"26/12/03 21:36:17 WARN ProcessingTimeExecutor: Current batch is falling behind. The "
+    b"trigger interval is 100 milliseconds, but spent 1983 milliseconds\n",
+]
+
+
+@pytest.mark.parametrize(
+    "line", [INCUBATOR, UI_PORT, UI_PORT.rstrip(b"\n"), INCUBATOR + b"\r", *STREAMING]
+)
 def test_the_known_harmless_lines_are_harmless(line: bytes) -> None:
     assert jvm_stderr.is_harmless(line)
 
@@ -42,6 +60,8 @@ def test_the_known_harmless_lines_are_harmless(line: bytes) -> None:
         b"Attempting port 7078.\n",
         b"java.io.IOException: Failed to delete: /tmp/x\n",
         b"Error: WARNING: Using incubator modules: jdk.incubator.vector\n",
+        b"26/12/03 21:32:20 ERROR MicroBatchExecution: Query r [id = 1, runId = 2] "
+        b"terminated with error\n",
         INCUBATOR.rstrip(b"\n") + b" and more\n",
         b"\n",
     ],

@@ -578,6 +578,38 @@ def test_py4j_reports_a_dead_jvm_through_the_root_logger_we_filter(root: Any) ->
     assert driver._DEAD_JVM_LOG_FILTER.filter(record) is True, "the JVM runs: kept"
 
 
+def test_streaming_calls_reach_the_writers_session(root: Any) -> None:
+    # backends/streaming_calls reads the session of a classic DataStreamWriter from its
+    # `_spark`, and names the blocking waits by their methods' names.
+    from pyspark.sql.streaming.query import StreamingQuery, StreamingQueryManager
+
+    from jupyter_spark_sessions.backends import streaming_calls
+
+    # A streaming frame's writer: made, never started.
+    writer = root.readStream.format("rate").load().writeStream
+    assert writer._spark is root
+    assert {"awaitTermination", "processAllAvailable"} <= set(vars(StreamingQuery))
+    assert "awaitAnyTermination" in vars(StreamingQueryManager)
+    assert StreamingQuery.awaitTermination.__module__.startswith(streaming_calls._STREAMING_MODULES)
+
+
+def test_py4j_ends_an_interrupted_call_as_the_interrupt_filters_expect(root: Any) -> None:
+    # cells/interrupt raises KeyboardInterrupt inside a py4j wait (a streaming query's
+    # awaitTermination); py4j then logs through the root logger and closes every pooled
+    # connection (driver.interrupting_a_call filters the aftermath) and logs through
+    # py4j.clientserver when a socket cannot be shut down (_InterruptedCallLogFilter).
+    import inspect
+
+    from py4j import clientserver
+    from py4j.java_gateway import GatewayClient
+
+    send = "".join(inspect.getsource(GatewayClient.send_command).split())
+    assert 'logging.exception("KeyboardInterruptwhilesendingcommand.")' in send
+    assert "next_conn.shutdown_socket(" in send
+    shutdown = "".join(inspect.getsource(clientserver.ClientServerConnection).split())
+    assert '"Exceptionoccurredwhileshuttingdownconnection"' in shutdown
+
+
 def test_the_ui_root_redirect_finds_the_spark_ui_members_it_uses(root: Any) -> None:
     # jss.UiRootRedirect calls SparkContext.ui() and the UI's detach/attachHandler; made
     # here on a context without a UI, it links against them and changes nothing.

@@ -8,6 +8,7 @@ import copy
 import dataclasses
 import itertools
 import json
+import threading
 from dataclasses import replace
 from importlib import resources
 from typing import Any
@@ -24,6 +25,7 @@ from jupyter_spark_sessions.board.snapshot import (
     FileView,
     GroupView,
     JobView,
+    QueryView,
     SessionView,
     StageView,
     TaskCounts,
@@ -125,6 +127,30 @@ def _session() -> SessionView:
         share="weight 3, min share 1",
         slots=4,
         packages="jsspkg==1.0, -r req.txt",
+        active_queries=1,
+    )
+
+
+def _query() -> QueryView:
+    """A streaming query with every field away from its default."""
+    return QueryView(
+        id="0f1e",
+        run_id="7a2b",
+        name="clicks",
+        session="etl",
+        state="failed",
+        error="ZeroDivisionError: division by zero",
+        started_by="etl:11",
+        started_at=1796070540.0,
+        ended_at=1796070552.0,
+        batch_id=80,
+        input_rows=51,
+        input_rate=5.1,
+        process_rate=48.2,
+        batch_duration_ms=106,
+        message="Stopped",
+        stop_source="sidebar",
+        history=((1796070551.0, 5.0, 47.5), (1796070552.0, 5.1, 48.2)),
     )
 
 
@@ -151,6 +177,7 @@ def full_board() -> dict[str, Any]:
         groups=(group,),
         other_running_jobs=2,
         error="Spark status unavailable: py4j gateway closed",
+        queries=(_query(),),
     )
     board: dict[str, Any] = wire(snapshot.to_dict())
     return board
@@ -220,6 +247,7 @@ _BOARD_OBJECTS = {
     "Job": JobView,
     "Stage": StageView,
     "TaskCounts": TaskCounts,
+    "Query": QueryView,
 }
 
 
@@ -299,11 +327,38 @@ def test_list_and_cancel_replies_are_valid() -> None:
         assert errors(wire(reply)) == []
 
 
+class StoppableQuery:
+    """What the board reads of a streaming query, without Spark (the reply's shape is
+    under test here; tests/test_streaming_kernel.py stops real ones)."""
+
+    id, runId, name = "0f1e", "7a2b", "clicks"
+    isActive, lastProgress, status = True, None, {"message": "Waiting for data to arrive"}
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def test_a_stop_query_reply_is_valid_and_a_second_stop_is_one_line() -> None:
+    handler, board = make_handler()
+    query = StoppableQuery()
+    board.queries.started(query, "etl", 11)
+    reply = handler.handle(request("stop_query", query="clicks", source="sidebar"))
+    assert errors(wire(reply), "StopQueryReply") == [] and errors(wire(reply)) == []
+    assert reply["query"]["state"] == "stopping" and reply["query"]["started_by"] == "etl:11"
+    assert query.stopped.wait(5), "stop() is called, on a thread of its own"
+    again = handler.handle(request("stop_query", query="7a2b"))
+    assert again["status"] == "ok" and again["query"]["state"] == "stopping"
+
+
 @pytest.mark.parametrize(
     ("message", "code"),
     [
         (request("cancel", groups=["etl:99"], request_id="r3"), "unknown_group"),
         (request("cancel", session="nope"), "unknown_session"),
+        (request("stop_query", query="no-such-query"), "unknown_query"),
         (request("unsubscribe", comm_id="no-such-comm"), "unknown_comm"),
         (request("subscribe"), "bad_request"),  # the control channel: no comm to default to
         (request("add", session="etl", kind="file", path="x.csv"), "bad_request"),  # control
@@ -407,6 +462,8 @@ GOOD_REQUESTS = [
     request("cancel", groups=["etl:12"], source="sidebar"),
     request("cancel", session="etl", source="cell"),
     request("cancel", all=True, source="relay"),
+    request("stop_query", query="clicks"),
+    request("stop_query", query="7a2b-run", source="sidebar"),
 ]
 
 BAD_REQUESTS = {
@@ -450,6 +507,10 @@ BAD_REQUESTS = {
         "add", session="etl", kind="file", path="x", alias="a" * 257
     ),
     "add with groups": request("add", session="etl", kind="file", path="x", groups=["a"]),
+    "stop_query without a query": request("stop_query"),
+    "stop_query with an empty query": request("stop_query", query=""),
+    "stop_query from an unknown place": request("stop_query", query="q", source="moon"),
+    "stop_query with a session": request("stop_query", query="q", session="etl"),
 }
 
 

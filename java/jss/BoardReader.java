@@ -181,6 +181,11 @@ public final class BoardReader {
         for (Object stage : CollectionConverters.asJava(job.stageIds())) {
             stageIds.add((Integer) stage);
         }
+        if (job.jobGroup().isDefined()) {
+            // A streaming query's micro-batch jobs: its run id (the board files them
+            // under the query, not under a cell's group).
+            node.put("jobGroup", job.jobGroup().get());
+        }
         ArrayNode tags = node.putArray("jobTags");
         for (String tag : CollectionConverters.asJava(job.jobTags())) {
             tags.add(tag);

@@ -243,13 +243,37 @@ def _gateway_is_dead(gateway: Any, wait: float = 0.0) -> bool:
     return False
 
 
+#: Seconds after an Interrupt ended a py4j call during which a failed call of another
+#: thread is taken for one of the connections py4j closed then.
+_INTERRUPT_AFTERMATH = 5.0
+_interrupted_at = float("-inf")
+
+
+def interrupting_a_call() -> None:
+    """The Interrupt is about to end a py4j call (a wait on a streaming query). py4j's
+    clean-up of that call closes every connection to the JVM
+    (``GatewayClient.send_command`` matches them by the JVM's address, which they all
+    share): a call another thread (the board's poll) has in flight then fails once, and
+    py4j logs its traceback. That traceback is dropped for a few seconds."""
+    global _interrupted_at
+    _interrupted_at = time.monotonic()
+
+
 class _DeadJvmLogFilter(logging.Filter):
     """py4j logs a traceback through the root logger for the call that finds the JVM
-    dead; the cell's own error already says so in one line (``ClassicBackend.explain``)."""
+    dead; the cell's own error already says so in one line (``ClassicBackend.explain``).
+    It logs one too for a call the kernel's Interrupt ended, and for the calls of other
+    threads its clean-up broke (``interrupting_a_call``): the cell ends with the
+    KeyboardInterrupt in one line (``cells/interrupt``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.getMessage() != "Exception while sending command.":
+        message = record.getMessage()
+        if message == "KeyboardInterrupt while sending command.":
+            return False
+        if message != "Exception while sending command.":
             return True
+        if time.monotonic() - _interrupted_at < _INTERRUPT_AFTERMATH:
+            return False
         gateway = current_gateway()
         return not (gateway is not None and _gateway_is_dead(gateway, wait=0.5))
 
@@ -257,8 +281,22 @@ class _DeadJvmLogFilter(logging.Filter):
 _DEAD_JVM_LOG_FILTER = _DeadJvmLogFilter()
 
 
+class _InterruptedCallLogFilter(logging.Filter):
+    """After an Interrupt ended a call (a wait on a streaming query), py4j asks the JVM
+    to drop that call's socket (``ClientServerConnection.shutdown_socket``, used for
+    nothing else) and logs a traceback when that fails: the cell already ended in one
+    line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Exception occurred while shutting down connection"
+
+
+_INTERRUPTED_CALL_LOG_FILTER = _InterruptedCallLogFilter()
+
+
 def drop_py4j_tracebacks_of_a_dead_jvm() -> None:
     logging.getLogger().addFilter(_DEAD_JVM_LOG_FILTER)  # once: filters are a set
+    logging.getLogger("py4j.clientserver").addFilter(_INTERRUPTED_CALL_LOG_FILTER)
 
 
 def quiet_accumulator_server(sc: SparkContext) -> None:

@@ -43,6 +43,21 @@ HARMLESS = (
     re.compile(
         rb".*\bWARN\b.*Service 'SparkUI' could not bind on port \d+\. Attempting port \d+\."
     ),
+    # Each streaming query's start, without a checkpoint location (as in a notebook):
+    # Spark keeps its state in a temporary folder, deleted when the query stops.
+    re.compile(rb".*\bWARN\b.*ResolveWriteToStream: Temporary checkpoint location created .*"),
+    # ... and adaptive execution, which does not apply to streaming, is off for it.
+    re.compile(
+        rb".*\bWARN\b.*ResolveWriteToStream: spark\.sql\.adaptive\.enabled is not supported "
+        rb"in streaming .*"
+    ),
+    # A query's stop cancels its current batch's job group, which usually has no job.
+    re.compile(
+        rb".*\bWARN\b.*DAGScheduler: Failed to cancel job group \S+\. Cannot find active jobs "
+        rb"for it\."
+    ),
+    # A batch slower than its trigger: the board shows each batch's duration instead.
+    re.compile(rb".*\bWARN\b.*ProcessingTimeExecutor: Current batch is falling behind\..*"),
 )
 
 #: Expected events that Spark logs as ERRORs and recovers from by itself: each is told in

@@ -168,7 +168,9 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
     ),
     ProcessWideChange(
         what="a filter on the root logger drops py4j's 'Exception while sending "
-        "command.' record when PySpark's JVM is dead",
+        "command.' record when PySpark's JVM is dead or an Interrupt ended a call in the "
+        "last seconds (py4j's clean-up then breaks other threads' calls), and its "
+        "'KeyboardInterrupt while sending command.' record",
         where="backends/driver.py",
         mark="logging.getLogger().addFilter(_DEAD_JVM_LOG_FILTER)",
         why="py4j logs it with a traceback through the root logger "
@@ -176,6 +178,18 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
         breaks_without="a dead JVM shows a py4j traceback in the cell besides the "
         "cell's one-line error",
         guard=_PRIVATE_APIS + "test_py4j_reports_a_dead_jvm_through_the_root_logger_we_filter",
+    ),
+    ProcessWideChange(
+        what="pyspark DataStreamWriter.start and toTable (classic and Spark Connect) "
+        "wrapped (class attributes replaced, from the first session on)",
+        where="backends/streaming_calls.py",
+        mark="setattr(writer, name, _reporting(method, session_attr))",
+        why="put every streaming query of a managed session on the board as it starts, "
+        "with the cell that started it, and start it without the cell's job tags",
+        breaks_without="queries are invisible on the board and cannot be stopped from "
+        "it; a query's micro-batch jobs carry the starting cell's tags, so cancelling "
+        "that cell's group hits the query's current batch",
+        guard="tests/test_streaming_kernel.py::test_a_query_is_on_the_board_under_its_session",
     ),
     ProcessWideChange(
         what="a filter on PySpark's SQLQueryContextLogger and DataFrameQueryContextLogger "
@@ -187,6 +201,17 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
         breaks_without="a SQL cell's short error comes under a JSON ERROR line of the "
         "same message, in red",
         guard="tests/test_sql_magic_kernel.py::test_a_syntax_error_is_at_most_four_lines_with_the_caret",
+    ),
+    ProcessWideChange(
+        what="a filter on the py4j.clientserver logger drops its 'Exception occurred while "
+        "shutting down connection' record",
+        where="backends/driver.py",
+        mark='logging.getLogger("py4j.clientserver").addFilter(_INTERRUPTED_CALL_LOG_FILTER)',
+        why="py4j logs it with a traceback when the socket of a call the kernel's Interrupt "
+        "ended (a wait on a streaming query) cannot be shut down cleanly",
+        breaks_without="an interrupted awaitTermination() shows a py4j traceback in the "
+        "cell besides its one-line KeyboardInterrupt",
+        guard="tests/test_streaming_kernel.py::test_interrupt_ends_a_wait_on_a_query_in_one_line",
     ),
     ProcessWideChange(
         what="handle_error of PySpark's accumulator server (SparkContext._accumulatorServer, "

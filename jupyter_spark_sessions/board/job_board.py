@@ -32,6 +32,7 @@ from .snapshot import (
     lost,
     operation_view,
 )
+from .streaming_queries import StreamingQueries
 
 if TYPE_CHECKING:
     from ..backends.base import JobRef, OperationReport, OperationSink, SessionBackend
@@ -113,6 +114,8 @@ class JobBoard:
         #: their jobs until those groups end (``retiring``).
         self._retiring: dict[str, SessionBackend] = {}
         self._released: set[str] = set()  # retiring sessions whose release has finished
+        #: The sessions' streaming queries (read by the producer, stopped on request).
+        self.queries = StreamingQueries(wake=self.wake_now)
 
     # -- reading -------------------------------------------------------------------
 
@@ -263,6 +266,10 @@ class JobBoard:
         now = time.time()
         cancelling: list[str] = []
         messages: list[str] = []
+        # A session's streaming queries are its work too: stopped (a request, as this).
+        for name in sessions:
+            for query in self.queries.request_stop_session(name, source):
+                messages.append(f"Stopping streaming query {query} of session '{name}'.")
         with self._lock:
             targets = [snapshot.group(g) for g in group_ids] + [
                 g for g in snapshot.groups if g.session in sessions
@@ -283,7 +290,7 @@ class JobBoard:
                 for group in [g for g in self._groups.values() if g.session == name]:
                     self._mark_cancelled(group, now, source)
                 self._queue(name, whole_session=True)
-            if sessions and not cancelling:
+            if sessions and not cancelling and not messages:
                 messages.append(f"No running job group in {_which(session, everything)}.")
             self._snapshot = _with_cancelling(snapshot, set(cancelling), now)
         self.wake_now()
@@ -456,6 +463,7 @@ class JobBoard:
                 groups=tuple(views),
                 other_running_jobs=other_running_jobs,
                 error=error,
+                queries=self.queries.views(),
             )
             content = _content(snapshot)
             if content != _content(previous):
@@ -575,4 +583,10 @@ def _which(session: str | None, everything: bool) -> str:
 
 
 def _content(snapshot: BoardSnapshot) -> tuple[Any, ...]:
-    return (snapshot.sessions, snapshot.groups, snapshot.other_running_jobs, snapshot.error)
+    return (
+        snapshot.sessions,
+        snapshot.groups,
+        snapshot.other_running_jobs,
+        snapshot.error,
+        snapshot.queries,
+    )

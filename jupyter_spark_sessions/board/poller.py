@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Seconds between polls at most while a streaming query runs (its figures refresh at
+#: this rate: ``streaming_queries.REFRESH_SECONDS``).
+QUERY_POLL_INTERVAL = 1.0
 #: Seconds between polls while a cancelled group winds down (``JobBoard.winding_down_cancel``).
 CANCEL_POLL_INTERVAL = 0.05
 
@@ -114,6 +117,8 @@ class BoardPoller:
                 self._last_poll_started = polled_at
                 self._polled.notify_all()
             interval = config.poll_interval if self.board.busy() else config.idle_poll_interval
+            if self.board.queries.any_active():  # their figures move every second
+                interval = min(interval, QUERY_POLL_INTERVAL)
             if self.board.winding_down_cancel():
                 interval = min(interval, CANCEL_POLL_INTERVAL)
             self._wait(polled_at, interval)
@@ -145,9 +150,14 @@ class BoardPoller:
                 feeds.append(feed)
         by_spark_tag = {b.spark_session_tag: n for n, b in followed.items() if b.spark_session_tag}
         self._readers = {feed: self._readers.get(feed) or _FeedReader(feed) for feed in feeds}
+        queries = self.board.queries
+        queries.refresh()
+        streaming_runs = queries.run_ids()
         read: list[tuple[JobView, GroupKey | None]] = []
         for feed in feeds:
-            read += self._readers[feed].read(self.board.settling_job_ids(), by_spark_tag)
+            read += self._readers[feed].read(
+                self.board.settling_job_ids(), by_spark_tag, streaming_runs
+            )
         jobs = [view for view, _ in read]
         keys = {view.id: key for view, key in read if key is not None}
         running = [key for view, key in read if view.status == "RUNNING"]
@@ -206,9 +216,11 @@ class _FeedReader:
         self._last = {}
 
     def read(
-        self, also: list[int], by_spark_tag: Mapping[str, str]
+        self, also: list[int], by_spark_tag: Mapping[str, str], streaming_runs: frozenset[str]
     ) -> list[tuple[JobView, GroupKey | None]]:
-        fed = self._feed.poll(also)
+        # A streaming query's micro-batch jobs (their job group is its run id) are the
+        # query's, shown by its figures: never a group per batch, nor a cell's jobs.
+        fed = [d for d in self._feed.poll(also) if d.get("jobGroup") not in streaming_runs]
         running = {int(d["jobId"]) for d in fed if status_is_running(str(d.get("status", "")))}
         wanted = {int(s) for d in fed if int(d["jobId"]) in running for s in d.get("stageIds", ())}
         stage_data = {}

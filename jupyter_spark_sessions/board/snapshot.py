@@ -174,6 +174,8 @@ class SessionView:
     #: Its Python packages of its own ("jsspkg==1.0, x-1.0-py3-none-any.whl, -r
     #: req.txt": `create --pip`, `pip`); "" when its UDFs use the kernel's.
     packages: str = ""
+    #: Its streaming queries that have not ended.
+    active_queries: int = 0
 
 
 def share_text(session: SessionView, groups: Iterable[GroupView]) -> str:
@@ -191,6 +193,37 @@ def share_text(session: SessionView, groups: Iterable[GroupView]) -> str:
 
 
 @dataclass(frozen=True)
+class QueryView:
+    """A streaming query of a managed session (``board/streaming_queries``). Its
+    micro-batch jobs are not shown as groups: the query's figures stand for them."""
+
+    id: str
+    run_id: str
+    name: str
+    session: str
+    #: active | stopping (a stop was asked) | stopped | failed
+    state: str
+    #: Why it failed (its error's first line), or why a stop could not be sent.
+    error: str = ""
+    #: The group id of the cell that started it ("a:5"); "" when a thread did.
+    started_by: str = ""
+    started_at: float = 0.0
+    ended_at: float | None = None
+    #: Its last completed micro-batch (None before the first).
+    batch_id: int | None = None
+    input_rows: int = 0
+    input_rate: float | None = None  # rows a second arriving
+    process_rate: float | None = None  # rows a second processed
+    batch_duration_ms: int | None = None
+    #: Spark's status message ("Waiting for data to arrive").
+    message: str = ""
+    #: Where a stop came from (sidebar, panel, cell, relay, magic, interrupt, cancel).
+    stop_source: str | None = None
+    #: (time, input rate, process rate) of its recent batches, oldest first.
+    history: tuple[tuple[float, float, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class BoardSnapshot:
     """Everything the views show, at one moment."""
 
@@ -201,6 +234,7 @@ class BoardSnapshot:
     #: Running jobs of this context outside any managed group (the user's own).
     other_running_jobs: int = 0
     error: str = ""
+    queries: tuple[QueryView, ...] = ()
 
     def group(self, group_id: str) -> GroupView | None:
         return next((g for g in self.groups if g.id == group_id), None)
@@ -215,6 +249,7 @@ class BoardSnapshot:
             "groups": tuple(g.as_dict for g in self.groups),
             "other_running_jobs": self.other_running_jobs,
             "error": self.error,
+            "queries": tuple(asdict(q) for q in self.queries),
         }
 
 

@@ -89,6 +89,9 @@ class CancelledCellErrors:
         self.installed = False
         #: Set by the Interrupt handler (main thread) when it cancels the running cell.
         self.interrupted: str | None = None
+        #: Set by the Interrupt handler when it ended a wait on a streaming query: what
+        #: became of the query, the cell's one line.
+        self.interrupted_wait: str | None = None
         # Per thread that runs cells (the main shell, each subshell): the running
         # cell's count, and the one line its error was shown as.
         self._cell = threading.local()
@@ -120,6 +123,9 @@ class CancelledCellErrors:
             shown = (JobsCancelled, story) if story else (etype, spark_line)
             if (interrupted := self._interrupted()) is not None:
                 shown = (KeyboardInterrupt, story or f"{interrupted} ({spark_line})")
+            self._cell.shown = shown
+        elif isinstance(value, KeyboardInterrupt) and self._interrupted_wait() is not None:
+            shown = (KeyboardInterrupt, self._interrupted_wait() or "")
             self._cell.shown = shown
         elif isinstance(value, KeyboardInterrupt) and self._interrupted() is not None:
             # The Interrupt found the cell waiting on something else than Spark (a
@@ -155,6 +161,11 @@ class CancelledCellErrors:
         if threading.current_thread() is not threading.main_thread():
             return None
         return self.interrupted
+
+    def _interrupted_wait(self) -> str | None:
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        return self.interrupted_wait
 
     def _cancels_of_this_cell(self, with_jobs: bool = False) -> str:
         """The cancel story of the cell this thread runs (``with_jobs``: only if a
@@ -203,6 +214,7 @@ class CancelledCellErrors:
         interrupted = None
         if threading.current_thread() is threading.main_thread():
             interrupted, self.interrupted = self.interrupted, None
+            self.interrupted_wait = None
         error = getattr(result, "error_in_exec", None)
         if error is None:
             return

@@ -20,12 +20,15 @@ traceback); a second Interrupt always does.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .. import job_tags
+from ..backends import driver, streaming_calls
+from ..errors import SparkSessionsError
 from .tagging import count_of_cell
 
 if TYPE_CHECKING:
@@ -50,6 +53,9 @@ class CellInterrupts:
         self.errors = errors
         self._saved: Any = None
         self._waiting = False
+        #: The query whose wait the Interrupt ended and that this cell started: stopped
+        #: once the cell ended (``_end_stream_wait``).
+        self._stop_after_cell: str | None = None
 
     def pre_run_cell(self, info: Any) -> None:
         self.errors.cell_started(count_of_cell(self.shell, info))
@@ -61,6 +67,10 @@ class CellInterrupts:
 
     def post_run_cell(self, result: Any) -> None:
         self.errors.ended(result)
+        if self._stop_after_cell is not None:
+            run_id, self._stop_after_cell = self._stop_after_cell, None
+            with contextlib.suppress(SparkSessionsError):  # it ended meanwhile
+                self.board.queries.request_stop(run_id, "interrupt")
         if self._saved is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, self._saved)
             self._saved = None
@@ -71,6 +81,15 @@ class CellInterrupts:
             board.request_cancel(everything=True)
             raise KeyboardInterrupt
         cell = self.tagger.current_cell()
+        waited = streaming_calls.waited_on(frame)
+        if waited is not None and not self._waiting:
+            # No job cancel ends a wait on a streaming query: the Interrupt ends the wait
+            # itself (py4j and gRPC close that call's connection), as plain PySpark's.
+            if cell is not None:
+                board.request_interrupt(*cell)
+            self.errors.interrupted_wait = self._end_stream_wait(waited, cell)
+            driver.interrupting_a_call()
+            raise KeyboardInterrupt
         if cell is None or self._waiting:
             raise KeyboardInterrupt
         board.request_interrupt(*cell)
@@ -81,6 +100,28 @@ class CellInterrupts:
             self._waiting = True
             return  # the cancelled Spark call ends the cell
         raise KeyboardInterrupt
+
+    def _end_stream_wait(self, waited: object, cell: tuple[str, int] | None) -> str:
+        """What becomes of the query a cell waited on (docs/jobs.md): stopped when this
+        cell started it (the cell's own work, as its jobs), else left running. No Spark
+        call here: the main thread's py4j connection is in the middle of the wait. The
+        stop is asked for once the cell ended: py4j's clean-up of the ended wait closes
+        every connection to the JVM, a ``stop()`` in flight included."""
+        queries = self.board.queries
+        record = queries.of_object(waited)
+        if record is None:  # a query manager's wait, or a query not on the board
+            return (
+                "Interrupted: stopped waiting; the streaming queries keep running "
+                "(`%spark_session stop_query NAME` or `q.stop()` stops one)."
+            )
+        label = f"'{record.name}'" if record.name else record.id
+        if cell is not None and record.started_count == cell[1] and not record.ended:
+            self._stop_after_cell = record.run_id
+            return f"Interrupted: streaming query {label} was stopped (this cell started it)."
+        return (
+            f"Interrupted: stopped waiting for streaming query {label}, which keeps running "
+            f"(`%spark_session stop_query {record.name or record.id}` stops it)."
+        )
 
 
 #: Where a cell waits on Spark: a py4j call (raising there would leave its connection

@@ -11,12 +11,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import protocol
 from ..board.job_board import JobBoard
 from ..board.snapshot import BoardSnapshot, SessionView
-from ..errors import ProtocolError, SparkSessionsError, UnknownGroupError, UnknownSessionError
+from ..errors import (
+    ProtocolError,
+    SparkSessionsError,
+    UnknownGroupError,
+    UnknownQueryError,
+    UnknownSessionError,
+)
 
 if TYPE_CHECKING:
     from ..sessions.registry import SessionRegistry
@@ -56,6 +63,8 @@ class RequestHandler:
             return protocol.error_reply(message, "unknown_group", str(exc))
         except UnknownSessionError as exc:
             return protocol.error_reply(message, "unknown_session", str(exc))
+        except UnknownQueryError as exc:
+            return protocol.error_reply(message, "unknown_query", str(exc))
         except SparkSessionsError as exc:
             return protocol.error_reply(message, "failed", str(exc))
         except Exception as exc:  # a bug must not take the control channel down
@@ -77,6 +86,10 @@ class RequestHandler:
             return protocol.ok_reply(
                 request, cancelling=list(outcome.cancelling), messages=list(outcome.messages)
             )
+        if request.action == "stop_query":
+            assert request.query is not None  # parse_request checked it
+            view = self.board.queries.request_stop(request.query, request.source)
+            return protocol.ok_reply(request, query=asdict(view))
         target = self._comm_for(request, comm)
         if request.action == "subscribe":
             self.subscribe(target)

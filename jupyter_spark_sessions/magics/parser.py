@@ -60,6 +60,8 @@ _EXAMPLES = {
     "files": ("%spark_session files etl", "what was added to it"),
     "jobs": ("%spark_session jobs etl", "its job groups, one per cell"),
     "cancel": ("%spark_session cancel etl:12", "or --session NAME, --all"),
+    "queries": ("%spark_session queries", "their batches and rates"),
+    "stop_query": ("%spark_session stop_query clicks", "a streaming query, by name or id"),
     "panel": ("%spark_session panel", "live progress, Cancel buttons"),
     "progress": ("%spark_session progress off", "no live view under cells"),
     "restart": ("%spark_session restart", "after the driver was lost"),
@@ -74,6 +76,7 @@ _GROUPS = (
     ("Sessions", ("create", "adopt", "use", "list", "info", "stop")),
     ("Files and packages of a session", ("add_file", "add_archive", "add_pyfile", "files", "pip")),
     ("Jobs", ("jobs", "cancel", "panel", "progress")),
+    ("Streaming queries", ("queries", "stop_query")),
     ("Slots and recovery", ("share", "restart", "reconnect")),
 )
 
@@ -198,6 +201,18 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
     cancel.add_argument(
         "--all", action="store_true", help="Cancel every job of every managed session."
     )
+    queries = add(
+        "queries",
+        "The streaming queries of the sessions: state, the cell that started each, last "
+        "batch, input and processing rates (running ones, and the last ended ones).",
+    )
+    queries.add_argument("name", metavar="NAME", nargs="?", help="Only session NAME's.")
+    stop_query = add(
+        "stop_query",
+        "Ask Spark to stop a streaming query (by name, id or run id); returns at once, "
+        "and `queries` shows it stopping, then stopped.",
+    )
+    stop_query.add_argument("query", metavar="NAME_OR_ID")
 
     add(
         "panel",
@@ -332,6 +347,7 @@ def help_text() -> str:
         "",
         "  %spark_session SUBCOMMAND ...     one example of each subcommand below",
         "  %%spark_session NAME              run the cell with `spark` bound to session NAME",
+        "  %%spark_sql NAME                  a SQL cell in session NAME (`%spark_sql?`)",
         "  %spark_session help SUBCOMMAND    a subcommand in full: what it does, every option",
     ]
     for title, names in _GROUPS:

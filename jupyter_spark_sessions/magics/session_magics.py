@@ -17,7 +17,7 @@ from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 from .. import protocol
 from ..backends import scheduler_pools
 from ..backends.scheduler_pools import PoolShare
-from ..board.snapshot import FINAL_STATES, GroupView, SessionView
+from ..board.snapshot import FINAL_STATES, GroupView, QueryView, SessionView
 from ..cells.run_in_session import run_cell_in
 from ..cells.tagging import CellJobTagging
 from ..errors import ProtocolError, SparkSessionsError
@@ -50,6 +50,7 @@ def _info_row(info: SessionView) -> list[object]:
         info.backend,
         info.master,
         info.running_jobs,
+        info.active_queries,
         info.share or "-",
         info.packages or "-",
     ]
@@ -57,7 +58,35 @@ def _info_row(info: SessionView) -> list[object]:
 
 # The long ones (session id, directory) are `info`'s: with them the table wrapped in a
 # notebook's width.
-_LIST_HEADERS = ("name", "origin", "backend", "master", "running jobs", "share", "packages")
+_LIST_HEADERS = (
+    "name",
+    "origin",
+    "backend",
+    "master",
+    "jobs",  # running ones
+    "queries",  # running ones
+    "share",
+    "packages",
+)
+
+_QUERY_HEADERS = ("query", "session", "state", "started by", "batch", "in/s", "done/s", "batch ms")
+
+
+def _query_row(query: QueryView) -> list[object]:
+    def rate(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.1f}"
+
+    state = query.state + (f": {query.error}" if query.error else "")
+    return [
+        query.name or query.id,
+        query.session,
+        state,
+        query.started_by or "a thread",
+        "-" if query.batch_id is None else query.batch_id,
+        rate(query.input_rate),
+        rate(query.process_rate),
+        "-" if query.batch_duration_ms is None else f"{query.batch_duration_ms:,}",
+    ]
 
 
 def _size(count: int) -> str:
@@ -219,6 +248,7 @@ class SparkSessionMagics(Magics):
             ("session id", info.session_id),
             ("isolated", "yes" if info.isolated else "no"),
             ("running jobs", info.running_jobs),
+            ("queries", f"{info.active_queries} running (`%spark_session queries {info.name}`)"),
             ("directory", info.directory),
             ("files", len(self.registry.files(args.name))),
             ("spark ui", _ui_text(info)),
@@ -357,6 +387,25 @@ class SparkSessionMagics(Magics):
             )
         for message in outcome.messages:
             print(message)
+
+    def _cmd_queries(self, args: argparse.Namespace) -> None:
+        snapshot = self.poller.fresh_snapshot()
+        if args.name is not None:
+            self.registry.get(args.name)  # an unknown session is one line
+        queries = [q for q in snapshot.queries if args.name in (None, q.session)]
+        if not queries:
+            where = f" in session '{args.name}'" if args.name else ""
+            print(f"No streaming queries{where}: they show here once started.")
+            return
+        print(format_table(_QUERY_HEADERS, [_query_row(q) for q in queries]))
+
+    def _cmd_stop_query(self, args: argparse.Namespace) -> None:
+        view = self.board.queries.request_stop(args.query, "magic")
+        label = f"'{view.name}'" if view.name else view.id
+        print(
+            f"Stop requested for streaming query {label} of session '{view.session}': shown "
+            "as 'stopping' until Spark reports it ended (`%spark_session queries`)."
+        )
 
     def _cmd_panel(self, args: argparse.Namespace) -> None:
         from IPython.display import display

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .. import backends
+from ..backends import streaming_calls
 from ..backends.base import SessionBackend
 from ..backends.local_connect_server import ConnectEndpoints, LocalConnectServer
 from ..backends.scheduler_pools import DEFAULT_SHARE, PoolShare
@@ -234,6 +235,7 @@ class SessionRegistry:
             share=share,
             slots=slots,
             packages=managed.env.wanted.describe() if managed.env else "",
+            active_queries=self.board.queries.active_count(name),
         )
 
     def list(self) -> builtins.list[SessionView]:
@@ -377,9 +379,20 @@ class SessionRegistry:
         with self._lock:
             self._sessions[name] = managed
             self._stopped.discard(name)
+        # Its streaming queries go on the board as they start (PySpark is loaded now).
+        streaming_calls.install(lambda session: self.tagger.suspended(), self._query_started)
         self.board_poller.start()
         self.board.wake_now()  # views list the new session at once
         return managed
+
+    def _query_started(self, query: Any, session: object) -> None:
+        """A streaming query started (``streaming_calls``): on the board under its session,
+        with the cell that started it (none for a thread's)."""
+        managed = self.find(session)
+        if managed is None:  # a session of the user's own: not on the board
+            return
+        cell = self.tagger.current_cell()
+        self.board.queries.started(query, managed.name, cell[1] if cell else None)
 
     # -- files ---------------------------------------------------------------------------
 

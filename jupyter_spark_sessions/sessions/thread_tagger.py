@@ -80,6 +80,20 @@ class ThreadJobTagger:
         return stack[-1].tags if stack else ()
 
     @contextmanager
+    def suspended(self) -> Iterator[None]:
+        """The current thread's tags off for a ``with`` block (a streaming query started
+        in it must not inherit them: ``backends/streaming_calls``)."""
+        stack = self._stack()
+        if not stack:
+            yield
+            return
+        _remove(stack[-1])
+        try:
+            yield
+        finally:
+            _add(stack[-1])
+
+    @contextmanager
     def tagged(
         self, backend: SessionBackend, session_name: str, execution_count: int
     ) -> Iterator[None]:

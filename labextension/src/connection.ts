@@ -2,8 +2,8 @@
  * The link between one kernel and the sidebar model: a probe on the control
  * channel (the standard `kernel_info_request`, then `list` when the kernel
  * lists the extension's marker), then the board comm (boardComm.ts) whose
- * pushes feed the model, and cancel requests on the control channel
- * (answered while the notebook's cell is busy).
+ * pushes feed the model, and cancel and stop_query requests on the control
+ * channel (answered while the notebook's cell is busy).
  */
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
@@ -16,7 +16,12 @@ import {
 } from './controlChannel';
 import { errorMessage, replyErrorMessage } from './format';
 import { hasSparkSessionsMarker } from './kernelMarker';
-import { cancelRequest, makeRequest, nextRequestId } from './messages';
+import {
+  cancelRequest,
+  makeRequest,
+  nextRequestId,
+  stopQueryRequest
+} from './messages';
 import { SidebarModel } from './model';
 import type { AddKind, Reply } from './protocol';
 
@@ -28,7 +33,7 @@ import type { AddKind, Reply } from './protocol';
 export const KERNEL_INFO_TIMEOUT_MS = 1000;
 /** How long the `list` probe of a kernel with the marker waits (ms). */
 export const PROBE_TIMEOUT_MS = 3000;
-/** How long a cancel waits for its answer (ms). */
+/** How long a cancel (or a query's stop) waits for its answer (ms). */
 export const CANCEL_TIMEOUT_MS = 10000;
 
 /** What the sidebar cancels: some groups, or a session's running groups. */
@@ -118,6 +123,33 @@ export class KernelBoardConnection implements IDisposable {
     }
     if (!this._disposed) {
       this.model.cancelAnswered(ids, reply);
+    }
+    return reply;
+  }
+
+  /**
+   * Asks the kernel to stop the streaming query of this run id, showing it
+   * 'stopping' at once; the kernel answers at once too, and the board says
+   * when Spark reports it ended. Errors end up as the model's one-line error.
+   * Resolves with the reply, or null when none came.
+   */
+  async stopQuery(runId: string): Promise<Reply | null> {
+    this.model.markStopping(runId);
+    let reply: Reply;
+    try {
+      reply = await sendControlRequest(
+        this.kernel,
+        stopQueryRequest(runId, nextRequestId()),
+        this._cancelTimeoutMs
+      );
+    } catch (error) {
+      if (!this._disposed) {
+        this.model.stopFailed(runId, `Stop failed: ${errorMessage(error)}`);
+      }
+      return null;
+    }
+    if (!this._disposed) {
+      this.model.stopAnswered(runId, reply);
     }
     return reply;
   }

@@ -88,6 +88,13 @@ export class KernelFollower implements IDisposable {
     }
   }
 
+  /** Asks the followed kernel to stop a streaming query; nothing without a connection. */
+  stopQuery(runId: string): void {
+    if (this._connection) {
+      void this._connection.stopQuery(runId);
+    }
+  }
+
   get isDisposed(): boolean {
     return this._disposed;
   }

@@ -20,6 +20,7 @@ import type {
   GroupState,
   Reply,
   Request,
+  StopQueryRequest,
   Version
 } from './protocol';
 
@@ -141,6 +142,22 @@ export function cancelRequest(
   return request;
 }
 
+/**
+ * A stop_query request for the streaming query `query` (its run id, id or
+ * name), sent from `source`: the kernel answers at once, Spark stops it after.
+ */
+export function stopQueryRequest(
+  query: string,
+  requestId?: string,
+  source: CancelSource = 'sidebar'
+): StopQueryRequest {
+  const request = makeRequest('stop_query', { query, source });
+  if (requestId !== undefined) {
+    request.request_id = requestId;
+  }
+  return request;
+}
+
 /** An `add` request (sent on the comm only: it copies files). */
 export function addRequest(
   session: string,
@@ -220,7 +237,9 @@ export function applyBoardPatch(
       return group ? [group] : [];
     }),
     other_running_jobs: patch.other_running_jobs,
-    error: patch.error
+    error: patch.error,
+    // Sent whole, and only when a query changed.
+    queries: patch.queries ?? board.queries
   };
 }
 

@@ -1,6 +1,6 @@
 /**
  * The sidebar's state: the current kernel's status, its latest board and the
- * local cancel overlays.
+ * local cancel and stop overlays.
  *
  * Pure TypeScript: no JupyterLab imports, so that it can be unit-tested in Node.
  */
@@ -12,9 +12,13 @@ import type {
   CancelReply,
   Group,
   GroupState,
+  Query,
+  QueryState,
   Reply,
-  Session
+  Session,
+  StopQueryReply
 } from './protocol';
+import { IListedQueries, listedQueries } from './queries';
 import { MESSAGES, type SidebarStatus } from './status';
 
 /** Groups sorted newest first (by submission time, then execution count). */
@@ -40,7 +44,8 @@ export type Listener = (model: SidebarModel) => void;
  *
  * A group whose cancel was clicked shows 'cancelling' until the board reports
  * it in a non-running state, then the reported state: the overlay never turns
- * into a final state by itself.
+ * into a final state by itself. A streaming query whose Stop was clicked
+ * shows 'stopping' the same way, until the board reports it not active.
  */
 export class SidebarModel {
   /** The kernel's display name, or null when no notebook is current. */
@@ -86,6 +91,7 @@ export class SidebarModel {
     this._board = null;
     this._error = '';
     this._cancelling.clear();
+    this._stopping.clear();
     this._emit();
   }
 
@@ -142,6 +148,14 @@ export class SidebarModel {
     for (const id of [...this._cancelling]) {
       if (states.get(id) !== 'running') {
         this._cancelling.delete(id);
+      }
+    }
+    const queryStates = new Map(
+      (board.queries ?? []).map(q => [q.run_id, q.state])
+    );
+    for (const runId of [...this._stopping]) {
+      if (queryStates.get(runId) !== 'active') {
+        this._stopping.delete(runId);
       }
     }
     this._emit();
@@ -225,6 +239,73 @@ export class SidebarModel {
     return this.displayState(group) === 'running';
   }
 
+  /**
+   * Records that a stop was requested for the query of this run id (the
+   * click): while the board shows it active, it displays 'stopping'.
+   */
+  markStopping(runId: string): void {
+    const active = (this._board?.queries ?? []).some(
+      q => q.run_id === runId && q.state === 'active'
+    );
+    let changed = false;
+    if (active && !this._stopping.has(runId)) {
+      this._stopping.add(runId);
+      changed = true;
+    }
+    if (this._error) {
+      this._error = '';
+      changed = true;
+    }
+    if (changed) {
+      this._emit();
+    }
+  }
+
+  /**
+   * The kernel answered a stop: on success the overlay stays until the board
+   * shows the query stopping (or gone from it when the kernel says it is
+   * still active: the stop was not taken); on error it goes and the error is
+   * shown.
+   */
+  stopAnswered(runId: string, reply: Reply): void {
+    if (reply.status === 'ok') {
+      const answer = reply as Partial<StopQueryReply>; // the answer to a stop
+      if (answer.query?.state === 'active') {
+        this._stopping.delete(runId);
+        this._error = oneLine(answer.query.error);
+      }
+    } else {
+      this._stopping.delete(runId);
+      this._error = replyErrorMessage(reply);
+    }
+    this._emit();
+  }
+
+  /** A stop request could not be sent or got no answer. */
+  stopFailed(runId: string, error: string): void {
+    this._stopping.delete(runId);
+    this._error = oneLine(error) || 'Stop failed.';
+    this._emit();
+  }
+
+  /** The state to display: 'stopping' while a local stop is pending on an active query. */
+  queryState(query: Query): QueryState {
+    if (query.state === 'active' && this._stopping.has(query.run_id)) {
+      return 'stopping';
+    }
+    return query.state;
+  }
+
+  /**
+   * The streaming queries of a session the sidebar lists: those not ended,
+   * newest first, then the newest ended ones (queries.ts).
+   */
+  queriesOf(session: string): IListedQueries {
+    return listedQueries(this._board?.queries ?? [], session, q =>
+      this.queryState(q)
+    );
+  }
+
   /** The sessions on the board. */
   sessions(): Session[] {
     return this._board ? [...this._board.sessions] : [];
@@ -295,5 +376,7 @@ export class SidebarModel {
   private _board: Board | null = null;
   private _error = '';
   private _cancelling = new Set<string>();
+  /** Run ids of the queries whose Stop was clicked. */
+  private _stopping = new Set<string>();
   private _listeners: Listener[] = [];
 }

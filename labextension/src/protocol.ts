@@ -18,7 +18,8 @@ export type Request =
   | CancelRequest
   | SubscribeRequest
   | UnsubscribeRequest
-  | AddRequest;
+  | AddRequest
+  | StopQueryRequest;
 /**
  * The protocol version (a kernel refuses others with unsupported_version).
  */
@@ -56,7 +57,12 @@ export type Reply = OkReply | ErrorReply;
  * A success reply; its fields depend on the action.
  */
 export type OkReply =
-  ListReply | CancelReply | SubscribeReply | UnsubscribeReply | AddReply;
+  | ListReply
+  | CancelReply
+  | SubscribeReply
+  | UnsubscribeReply
+  | AddReply
+  | StopQueryReply;
 /**
  * Marks a reply sent on the comm (absent on the control channel and REST).
  */
@@ -71,7 +77,11 @@ export type GroupState =
  */
 export type Timestamp = number | null;
 /**
- * bad_request: not an object, wrong or missing fields; unsupported_version; unknown_action; unknown_group; unknown_session; unknown_comm; failed: valid but could not be carried out; internal_error: a bug. The REST relay adds unknown_kernel (no such kernel) and no_reply (the kernel did not answer).
+ * active; stopping (a stop was asked, Spark has not reported its end); stopped; failed (error says why).
+ */
+export type QueryState = 'active' | 'stopping' | 'stopped' | 'failed';
+/**
+ * bad_request: not an object, wrong or missing fields; unsupported_version; unknown_action; unknown_group; unknown_session; unknown_query (no such streaming query, or it already ended); unknown_comm; failed: valid but could not be carried out; internal_error: a bug. The REST relay adds unknown_kernel (no such kernel) and no_reply (the kernel did not answer).
  */
 export type ErrorCode =
   | 'bad_request'
@@ -79,6 +89,7 @@ export type ErrorCode =
   | 'unknown_action'
   | 'unknown_group'
   | 'unknown_session'
+  | 'unknown_query'
   | 'unknown_comm'
   | 'failed'
   | 'internal_error'
@@ -176,6 +187,19 @@ export interface AddRequest {
   alias?: string | null;
 }
 /**
+ * Asks Spark to stop a streaming query and returns at once: the query shows stopping until Spark reports it ended (then stopped, or failed).
+ */
+export interface StopQueryRequest {
+  version: Version;
+  action: 'stop_query';
+  request_id?: RequestId;
+  /**
+   * A session name, group id, comm id or alias.
+   */
+  query: string;
+  source?: CancelSource;
+}
+/**
  * The answer to list: the board.
  */
 export interface ListReply {
@@ -208,6 +232,10 @@ export interface Board {
    * Why Spark's status could not be read ("" when it could).
    */
   error: string;
+  /**
+   * The sessions' streaming queries: every active one, and the last ended ones.
+   */
+  queries: Query[];
 }
 /**
  * A registered Spark session.
@@ -262,6 +290,10 @@ export interface Session {
    * Its Python packages of its own, in one line ("jsspkg==1.0, x-1.0-py3-none-any.whl, -r req.txt": create --pip, pip); "" when its UDFs use the kernel's.
    */
   packages: string;
+  /**
+   * Its streaming queries that have not ended.
+   */
+  active_queries: number;
 }
 /**
  * One file added to a session.
@@ -359,6 +391,69 @@ export interface Stage {
   tasks: TaskCounts;
 }
 /**
+ * A streaming query of a managed session. Its micro-batch jobs are not groups: its figures stand for them.
+ */
+export interface Query {
+  /**
+   * The query's id (the same across restarts from a checkpoint).
+   */
+  id: string;
+  /**
+   * This run's id (the job group of its micro-batch jobs).
+   */
+  run_id: string;
+  /**
+   * Its queryName ("" when unnamed).
+   */
+  name: string;
+  session: Name;
+  state: QueryState;
+  /**
+   * Why it failed (its error's first line), or why a stop could not be sent; "" otherwise.
+   */
+  error: string;
+  /**
+   * The group id of the cell that started it ("a:5"); "" when a thread did.
+   */
+  started_by: string;
+  started_at: Timestamp;
+  ended_at: Timestamp | null;
+  /**
+   * Its last completed micro-batch (null before the first).
+   */
+  batch_id: number | null;
+  /**
+   * Rows in that batch.
+   */
+  input_rows: number;
+  /**
+   * Rows a second arriving, in that batch.
+   */
+  input_rate: number | null;
+  /**
+   * Rows a second processed, in that batch.
+   */
+  process_rate: number | null;
+  /**
+   * How long that batch took (its trigger's execution).
+   */
+  batch_duration_ms: number | null;
+  /**
+   * Spark's status message ("Waiting for data to arrive").
+   */
+  message: string;
+  /**
+   * Where a stop came from (sidebar, panel, cell, relay, magic, interrupt, cancel), or null.
+   */
+  stop_source: string | null;
+  /**
+   * (time, input rate, process rate) of its recent batches, oldest first (at most 120).
+   *
+   * @maxItems 120
+   */
+  history: unknown[][];
+}
+/**
  * The answer to cancel: the groups now cancelling, and why others were not.
  */
 export interface CancelReply {
@@ -439,6 +534,17 @@ export interface Artifact {
   path: string;
 }
 /**
+ * The answer to stop_query: the query as the board now shows it (stopping, or already stopping).
+ */
+export interface StopQueryReply {
+  type?: ReplyType;
+  version: Version;
+  request_id: RequestId;
+  action: 'stop_query';
+  status: 'ok';
+  query: Query;
+}
+/**
  * A request that was refused or failed: nothing happened.
  */
 export interface ErrorReply {
@@ -502,6 +608,10 @@ export interface BoardPatchMessage {
   order?: string[];
   other_running_jobs: number;
   error: string;
+  /**
+   * Every query, present only when one changed.
+   */
+  queries?: Query[];
 }
 /**
  * The in-cell progress view: the data of the `application/vnd.jupyter-spark-sessions.cell+json` output the kernel shows under a cell running Spark jobs, replaced by update_display_data as the board changes (not a message on a channel). `final`: the cell ended and this is its summary.

@@ -1,13 +1,16 @@
 /**
  * A session in the sidebar: its name, origin, backend and master, its share of
- * the task slots, a link to its Spark UI, its Cancel all button, its own Python
- * packages, its files, then its timeline
- * (timelineView.ts) and its job groups (groupView.ts).
+ * the task slots, its count of streaming queries, a link to its Spark UI, its
+ * Cancel all button, its own Python packages, its files, its streaming
+ * queries (queryView.ts), then its timeline (timelineView.ts) and its job
+ * groups (groupView.ts).
  */
 import { el } from './dom';
 import { formatBytes } from './format';
 import { renderGroups } from './groupView';
 import type { Group, Session, SessionFile } from './protocol';
+import { streamingQueriesText } from './queries';
+import { renderQueries } from './queryView';
 import { sparkJobsUrl } from './sparkUi';
 import { renderTimeline } from './timelineView';
 import { IViewContext, sessionsLink } from './viewContext';
@@ -25,12 +28,17 @@ export function renderSession(
   if (session.files?.length) {
     block.appendChild(renderFiles(session.files));
   }
+  const queries = renderQueries(session, context);
+  if (queries) {
+    block.appendChild(queries);
+  }
 
   const groups = context.model.groupsOf(session.name);
   if (groups.length) {
     block.appendChild(renderSessionTimeline(session, groups, context));
     block.appendChild(renderGroups(groups, session, context));
-  } else {
+  } else if (!queries) {
+    // A query's micro-batch jobs are its figures, not groups.
     block.appendChild(el('div', 'jp-SparkSessions-note', 'No jobs yet.'));
   }
   return block;
@@ -71,6 +79,17 @@ function renderSessionRow(
       'weight and min share: %spark_session share)';
     info.appendChild(slots);
   }
+  const activeQueries = session.active_queries ?? 0;
+  if (activeQueries > 0) {
+    const streaming = el(
+      'span',
+      'jp-SparkSessions-share',
+      streamingQueriesText(activeQueries)
+    );
+    streaming.dataset.testid = 'jss-session-queries';
+    streaming.title = 'Its streaming queries that have not ended';
+    info.appendChild(streaming);
+  }
   const jobsUrl = sparkJobsUrl(context.baseUrl, session.ui_url ?? '');
   if (jobsUrl !== null) {
     const link = sessionsLink(
@@ -98,8 +117,13 @@ function renderSessionRow(
   const running = context.model.runningGroupIds(session.name);
   const cancelAll = el('button', 'jp-SparkSessions-button', 'Cancel all');
   cancelAll.dataset.testid = 'jss-cancel-session';
-  cancelAll.title = `Cancel every running job group of ${session.name}`;
-  cancelAll.disabled = running.length === 0 || !context.connected;
+  // The kernel stops a session's streaming queries on its cancel too.
+  cancelAll.title =
+    activeQueries > 0
+      ? `Cancel every running job group of ${session.name} and stop its ${streamingQueriesText(activeQueries)}`
+      : `Cancel every running job group of ${session.name}`;
+  cancelAll.disabled =
+    (running.length === 0 && activeQueries === 0) || !context.connected;
   cancelAll.addEventListener('click', () =>
     context.cancel({ session: session.name })
   );

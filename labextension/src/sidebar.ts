@@ -117,6 +117,7 @@ export class SparkSessionsSidebar extends Widget {
         baseUrl: this._baseUrl,
         connected: follower.connection !== null,
         cancel: target => follower.cancel(target),
+        stopQuery: runId => follower.stopQuery(runId),
         everySecond: refresh => ticker.add(refresh),
         isExpanded: id => this._expanded.has(id),
         toggleExpanded: id => {

@@ -1,5 +1,5 @@
 /**
- * What the sidebar's views (boardView, sessionView, groupView) get from the
+ * What the sidebar's views (boardView, sessionView, groupView, queryView) get from the
  * sidebar for one render, so that they hold no state of their own.
  */
 import type { SidebarCancelTarget } from './connection';
@@ -17,6 +17,8 @@ export interface IViewContext {
   readonly connected: boolean;
   /** Asks the kernel to cancel (a Cancel button's click). */
   cancel(target: SidebarCancelTarget): void;
+  /** Asks the kernel to stop the streaming query of this run id (a Stop button's click). */
+  stopQuery(runId: string): void;
   /** Registers a part to redraw each second while a group runs. */
   everySecond(refresh: Refresh): void;
   /** Whether the user expanded the group's list of jobs. */

@@ -14,7 +14,7 @@ import {
   PLAIN_KERNEL_INFO
 } from './fakes';
 import type { Board } from '../src/protocol';
-import { board, group } from './fixtures';
+import { board, group, query } from './fixtures';
 
 function setup() {
   const kernel = new FakeKernel();
@@ -291,6 +291,32 @@ describe('KernelBoardConnection', () => {
     expect(await cancelled).toBeNull();
     expect(model.displayState(model.board!.groups[0])).toBe('running');
     expect(model.error).toMatch(/^Cancel failed: /);
+  });
+
+  it('stops a query on the control channel, shows an unanswered stop as an error', async () => {
+    const { kernel, model, connection } = setup();
+    const started = connection.start();
+    await flush();
+    const rates = query();
+    replyList(kernel.futures[0], board({ queries: [rates] }));
+    await started;
+
+    const stopped = connection.stopQuery(rates.run_id);
+    expect(model.queryState(model.board!.queries[0])).toBe('stopping');
+    const request = kernel.futures[1];
+    expect(request.msg.channel).toBe('control');
+    expect(request.msg.header.msg_type).toBe(CONTROL_REQUEST);
+    expect(request.msg.content).toEqual({
+      version: 1,
+      action: 'stop_query',
+      query: rates.run_id,
+      source: 'sidebar',
+      request_id: expect.any(String)
+    });
+    vi.advanceTimersByTime(5000);
+    expect(await stopped).toBeNull();
+    expect(model.queryState(model.board!.queries[0])).toBe('active');
+    expect(model.error).toMatch(/^Stop failed: /);
   });
 
   it('closes the comm on dispose and ignores later pushes', async () => {

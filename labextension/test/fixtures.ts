@@ -1,4 +1,11 @@
-import type { Board, Group, Job, Session, TaskCounts } from '../src/protocol';
+import type {
+  Board,
+  Group,
+  Job,
+  Query,
+  Session,
+  TaskCounts
+} from '../src/protocol';
 
 export function tasks(partial: Partial<TaskCounts> = {}): TaskCounts {
   return {
@@ -66,6 +73,7 @@ export function session(partial: Partial<Session> = {}): Session {
     share: '',
     slots: 0,
     packages: '',
+    active_queries: 0,
     ...partial
   };
 }
@@ -78,6 +86,35 @@ export function board(partial: Partial<Board> = {}): Board {
     other_running_jobs: 0,
     sessions: [session()],
     groups: [group()],
+    queries: [],
+    ...partial
+  };
+}
+
+/** An active rate query of etl, at batch 81, started by the cell etl:5. */
+export function query(partial: Partial<Query> = {}): Query {
+  return {
+    id: 'a1b2c3d4-0000-4000-8000-000000000001',
+    run_id: 'e5f6a7b8-0000-4000-8000-000000000002',
+    name: 'rates',
+    session: 'etl',
+    state: 'active',
+    error: '',
+    started_by: 'etl:5',
+    started_at: 990,
+    ended_at: null,
+    batch_id: 81,
+    input_rows: 5,
+    input_rate: 5,
+    process_rate: 4.93,
+    batch_duration_ms: 120,
+    message: 'Waiting for data to arrive',
+    stop_source: null,
+    history: [
+      [1000, 5, 4],
+      [1001, 5, 6],
+      [1002, 4, 4.93]
+    ],
     ...partial
   };
 }

@@ -10,11 +10,12 @@ import {
   applyBoardPatch,
   cancelRequest,
   parseCommMessage,
+  stopQueryRequest,
   withStatusUntracked
 } from '../src/messages';
 import type { BoardPatchMessage } from '../src/protocol';
 import schema from '../../jupyter_spark_sessions/protocol.schema.json';
-import { board, group } from './fixtures';
+import { board, group, query } from './fixtures';
 
 describe('constants', () => {
   it("are the schema's", () => {
@@ -59,6 +60,24 @@ describe('protocol helpers', () => {
       action: 'cancel',
       session: 'a',
       source: 'cell'
+    });
+  });
+});
+
+describe('stop_query requests', () => {
+  it('names the query by its run id, from the sidebar unless told', () => {
+    expect(stopQueryRequest('run-1', 'r1')).toEqual({
+      version: 1,
+      action: 'stop_query',
+      query: 'run-1',
+      source: 'sidebar',
+      request_id: 'r1'
+    });
+    expect(stopQueryRequest('rates', undefined, 'panel')).toEqual({
+      version: 1,
+      action: 'stop_query',
+      query: 'rates',
+      source: 'panel'
     });
   });
 });
@@ -132,6 +151,25 @@ describe('board patches', () => {
     );
     expect(next?.groups.map(g => g.id)).toEqual(['etl:3', 'etl:1', 'etl:2']);
     expect(next?.sessions).toEqual([]);
+  });
+
+  it("takes a patch's queries whole, and keeps the board's when it has none", () => {
+    const running = query();
+    const withQuery = { ...base, queries: [running] };
+    const kept = applyBoardPatch(withQuery, patch({ groups: [c] }));
+    expect(kept?.queries).toEqual([running]);
+
+    const stopping = query({ state: 'stopping', stop_source: 'sidebar' });
+    const other = query({ id: 'q2', run_id: 'r2', name: '', session: 'b' });
+    const replaced = applyBoardPatch(
+      withQuery,
+      patch({ queries: [stopping, other] })
+    );
+    expect(replaced?.queries).toEqual([stopping, other]);
+    expect(replaced?.groups).toEqual(base.groups);
+
+    const emptied = applyBoardPatch(withQuery, patch({ queries: [] }));
+    expect(emptied?.queries).toEqual([]);
   });
 
   it('refuses a patch made on another board', () => {

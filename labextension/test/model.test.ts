@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 
 import { SidebarModel, newestFirst } from '../src/model';
 import { MESSAGES } from '../src/status';
-import { board, group, session, tasks } from './fixtures';
+import { board, group, query, session, tasks } from './fixtures';
 
 function readyModel(initial = board()): SidebarModel {
   const model = new SidebarModel();
@@ -308,5 +308,74 @@ describe('group order', () => {
       group({ id: 'x:3', execution_count: 3, submitted_at: 5 })
     ]);
     expect(sorted.map(g => g.id)).toEqual(['x:3', 'x:1', 'x:2']);
+  });
+});
+
+describe("a streaming query's stop overlay", () => {
+  const rates = query();
+  const ok = (state: 'stopping' | 'active', error = '') => ({
+    version: 1 as const,
+    status: 'ok' as const,
+    action: 'stop_query' as const,
+    request_id: 'r1',
+    query: { ...rates, state, error }
+  });
+
+  it('shows stopping from the click until the board reports the query not active', () => {
+    const model = readyModel(board({ queries: [rates] }));
+    model.markStopping(rates.run_id);
+    expect(model.queryState(rates)).toBe('stopping');
+    model.stopAnswered(rates.run_id, ok('stopping'));
+    expect(model.queryState(rates)).toBe('stopping');
+    model.applyBoard(board({ seq: 2, queries: [rates] })); // an older poll's view
+    expect(model.queryState(model.board!.queries[0])).toBe('stopping');
+    const ended = { ...rates, state: 'stopped' as const, ended_at: 1003 };
+    model.applyBoard(board({ seq: 3, queries: [ended] }));
+    expect(model.queryState(ended)).toBe('stopped');
+    // the overlay went with it: the same run active again is not "stopping"
+    model.applyBoard(board({ seq: 4, queries: [rates] }));
+    expect(model.queryState(rates)).toBe('active');
+  });
+
+  it('drops the overlay on an error or a stop not taken, and says why', () => {
+    const model = readyModel(board({ queries: [rates] }));
+    model.markStopping(rates.run_id);
+    model.stopAnswered(rates.run_id, {
+      version: 1,
+      status: 'error',
+      request_id: 'r1',
+      error: { code: 'unknown_query', message: 'No such query.' }
+    });
+    expect(model.queryState(rates)).toBe('active');
+    expect(model.error).toBe('No such query.');
+
+    model.markStopping(rates.run_id);
+    expect(model.error).toBe('');
+    model.stopAnswered(
+      rates.run_id,
+      ok('active', 'Could not send the stop: py4j gone')
+    );
+    expect(model.queryState(rates)).toBe('active');
+    expect(model.error).toBe('Could not send the stop: py4j gone');
+  });
+
+  it('marks only an active query of the board, and forgets overlays on reset', () => {
+    const failed = query({ run_id: 'r-failed', state: 'failed' });
+    const model = readyModel(board({ queries: [rates, failed] }));
+    model.markStopping('r-failed');
+    model.markStopping('not-on-the-board');
+    expect(model.queryState(failed)).toBe('failed');
+    model.markStopping(rates.run_id);
+    model.reset('Python 3');
+    model.applyBoard(board({ queries: [rates] }));
+    expect(model.queryState(rates)).toBe('active');
+  });
+
+  it("lists a session's queries by the state shown", () => {
+    const other = query({ id: 'b1', run_id: 'b1', session: 'b' });
+    const model = readyModel(board({ queries: [rates, other] }));
+    expect(model.queriesOf('etl').shown).toEqual([rates]);
+    expect(model.queriesOf('b').shown).toEqual([other]);
+    expect(model.queriesOf('none').shown).toEqual([]);
   });
 });

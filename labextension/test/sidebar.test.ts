@@ -8,10 +8,11 @@ vi.mock('@jupyterlab/ui-components', () => ({
   }
 }));
 
+import { CONTROL_REQUEST } from '../src/messages';
 import { MESSAGES } from '../src/status';
 import { SIDEBAR_ID, SparkSessionsSidebar } from '../src/sidebar';
 import { FakeKernel, FakePanel, FakeTracker, PLAIN_KERNEL_INFO } from './fakes';
-import { board, group, job, session, tasks } from './fixtures';
+import { board, group, job, query, session, tasks } from './fixtures';
 
 async function flush(): Promise<void> {
   for (let i = 0; i < 30; i++) {
@@ -471,5 +472,164 @@ describe("SparkSessionsSidebar: a long group's jobs", () => {
     sidebar.model.applyBoard(board({ seq: 3, groups: [] }));
     sidebar.model.applyBoard(board({ seq: 4, groups: [loop] }));
     expect(q(root, 'jss-job')).toHaveLength(1);
+  });
+});
+
+describe('SparkSessionsSidebar: streaming queries (issue 36)', () => {
+  const rates = query();
+  const sums = query({
+    id: 'q-sums',
+    run_id: 'run-sums',
+    name: 'sums',
+    started_at: 995,
+    batch_id: 4
+  });
+  const streaming = board({
+    sessions: [session({ active_queries: 2 })],
+    groups: [],
+    queries: [rates, sums]
+  });
+
+  function rowOf(root: HTMLElement, name: string): HTMLElement {
+    return q(root, 'jss-query').find(r => r.dataset.query === name)!;
+  }
+
+  function stopOf(root: HTMLElement, name: string): HTMLButtonElement {
+    return q(rowOf(root, name), 'jss-stop-query')[0] as HTMLButtonElement;
+  }
+
+  /** A board patch on top of seq `base`. */
+  function patch(base: number, fields: Record<string, unknown> = {}) {
+    return {
+      version: 1,
+      type: 'board_patch',
+      seq: base + 1,
+      base_seq: base,
+      updated_at: 1000 + base,
+      groups: [],
+      removed_groups: [],
+      other_running_jobs: 0,
+      error: '',
+      ...fields
+    };
+  }
+
+  it('sends exactly one stop_query on the control channel, showing stopping at once', async () => {
+    const { root, kernel } = await connected(streaming);
+    expect(q(root, 'jss-query').map(r => r.dataset.query)).toEqual([
+      'sums',
+      'rates'
+    ]);
+    stopOf(root, 'rates').click();
+
+    expect(kernel.futures).toHaveLength(2); // the list, then the stop
+    const sent = kernel.futures[1].msg;
+    expect(sent.channel).toBe('control');
+    expect(sent.header.msg_type).toBe(CONTROL_REQUEST);
+    expect(sent.content).toEqual({
+      version: 1,
+      action: 'stop_query',
+      query: rates.run_id,
+      source: 'sidebar',
+      request_id: expect.any(String)
+    });
+    // not waiting for the answer: the row says stopping, its Stop is off
+    expect(rowOf(root, 'rates').dataset.state).toBe('stopping');
+    expect(stopOf(root, 'rates').disabled).toBe(true);
+    expect(stopOf(root, 'rates').textContent).toBe('Stopping\u2026');
+    // the other query of the session is untouched
+    expect(rowOf(root, 'sums').dataset.state).toBe('active');
+    expect(stopOf(root, 'sums').disabled).toBe(false);
+
+    kernel.futures[1].reply({
+      version: 1,
+      status: 'ok',
+      action: 'stop_query',
+      request_id: sent.content.request_id,
+      query: { ...rates, state: 'stopping', stop_source: 'sidebar' }
+    });
+    await flush();
+    expect(rowOf(root, 'rates').dataset.state).toBe('stopping');
+    expect(q(root, 'jss-error')).toHaveLength(0);
+
+    // Spark reports its end: the patch carries every query
+    kernel.comms[0].push(
+      patch(1, {
+        queries: [
+          {
+            ...rates,
+            state: 'stopped',
+            ended_at: 1003,
+            stop_source: 'sidebar'
+          },
+          sums
+        ]
+      })
+    );
+    const stopped = rowOf(root, 'rates');
+    expect(stopped.dataset.state).toBe('stopped');
+    expect(stopped.classList.contains('jp-mod-ended')).toBe(true);
+    expect(q(stopped, 'jss-stop-query')).toHaveLength(0);
+    expect(kernel.futures).toHaveLength(2);
+  });
+
+  it('updates the rows from a patch with queries, keeps them through one without', async () => {
+    const { root, kernel } = await connected(streaming);
+    const comm = kernel.comms[0];
+    comm.push(
+      patch(1, {
+        queries: [
+          { ...rates, batch_id: 95, process_rate: 1500 },
+          {
+            ...sums,
+            state: 'failed',
+            ended_at: 1002,
+            error: 'ValueError: bad row in foreachBatch'
+          }
+        ]
+      })
+    );
+    const figures = (name: string) =>
+      q(rowOf(root, name), 'jss-query-details')[0].textContent;
+    expect(figures('rates')).toContain('batch 95');
+    expect(figures('rates')).toContain('processed 1.5K rows/s');
+    expect(rowOf(root, 'sums').dataset.state).toBe('failed');
+    expect(q(rowOf(root, 'sums'), 'jss-query-error')[0].textContent).toBe(
+      'ValueError: bad row in foreachBatch'
+    );
+
+    // a patch about groups only: the queries stay as they were
+    comm.push(patch(2, { groups: [group({ id: 'etl:20' })] }));
+    expect(q(root, 'jss-group').map(g => g.dataset.group)).toEqual(['etl:20']);
+    expect(q(root, 'jss-query').map(r => r.dataset.state)).toEqual([
+      'active',
+      'failed'
+    ]);
+    expect(figures('rates')).toContain('batch 95');
+
+    // an empty list is a change too: no query left
+    comm.push(patch(3, { queries: [] }));
+    expect(q(root, 'jss-query')).toHaveLength(0);
+  });
+
+  it('shows why a stop was refused, and the query active again', async () => {
+    const { root, kernel } = await connected(streaming);
+    stopOf(root, 'sums').click();
+    expect(rowOf(root, 'sums').dataset.state).toBe('stopping');
+    kernel.futures[1].reply({
+      version: 1,
+      status: 'error',
+      request_id: kernel.futures[1].msg.content.request_id,
+      error: {
+        code: 'unknown_query',
+        message: "No streaming query 'run-sums' in this kernel (it ended)."
+      }
+    });
+    await flush();
+    expect(q(root, 'jss-error')[0].textContent).toBe(
+      "No streaming query 'run-sums' in this kernel (it ended)."
+    );
+    expect(rowOf(root, 'sums').dataset.state).toBe('active');
+    expect(stopOf(root, 'sums').disabled).toBe(false);
   });
 });

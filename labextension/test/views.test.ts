@@ -20,6 +20,7 @@ function context(connected: boolean, initial = board()) {
     baseUrl: '/base/',
     connected,
     cancel: vi.fn(),
+    stopQuery: vi.fn(),
     everySecond: refresh => refreshes.push(refresh),
     isExpanded: id => expanded.has(id),
     toggleExpanded: vi.fn((id: string) => {

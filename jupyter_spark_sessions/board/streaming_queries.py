@@ -1,0 +1,267 @@
+"""The streaming queries of the managed sessions, as the board shows them.
+
+A query is recorded when it starts (``backends/streaming_calls`` reports every
+``DataStreamWriter.start``/``toTable`` of a managed session, from a cell, a thread or
+another query's ``foreachBatch``), with the cell that started it. The board's producer
+thread reads each active query's state (``refresh``: ``isActive``, ``lastProgress``,
+``exception``; a few py4j or gRPC calls per query, at most once a second) and keeps,
+per query, its latest figures and a short history of its rates for the views' chart.
+
+Stopping is a request, as a cancel is (the Beam seed's shape): ``request_stop`` marks
+the query "stopping" and calls ``stop()`` on a thread of its own, returning at once; the
+state the views show after that is the one Spark reports ("stopped", or "failed" with
+the error's first line). The records are bounded: every active query, and the last
+``RETAINED_ENDED`` ended ones; each query's history keeps ``HISTORY_POINTS`` points,
+however long it runs.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import job_tags
+from ..errors import UnknownQueryError
+from .snapshot import QueryView
+
+log = logging.getLogger(__name__)
+
+#: Ended queries the board keeps (the oldest go first).
+RETAINED_ENDED = 20
+#: Points of a query's rate history (one per refresh that saw a new batch): at one a
+#: second, the last two minutes.
+HISTORY_POINTS = 120
+#: Seconds between two reads of the active queries' state.
+REFRESH_SECONDS = 1.0
+
+
+@dataclass
+class QueryRecord:
+    """What the board remembers of one query run."""
+
+    query: Any  # PySpark's StreamingQuery (classic or Spark Connect)
+    id: str
+    run_id: str
+    name: str
+    session: str
+    started_by: str  # the group id of the cell that started it ("a:5"), or ""
+    started_at: float
+    started_count: int | None = None  # that cell's execution count
+    state: str = "active"  # active | stopping | stopped | failed
+    error: str = ""
+    stop_source: str | None = None
+    ended_at: float | None = None
+    batch_id: int | None = None
+    input_rows: int = 0
+    input_rate: float | None = None
+    process_rate: float | None = None
+    batch_ms: int | None = None
+    message: str = ""
+    history: collections.deque[tuple[float, float, float]] = field(
+        default_factory=lambda: collections.deque(maxlen=HISTORY_POINTS)
+    )
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ("stopped", "failed")
+
+    def view(self) -> QueryView:
+        return QueryView(
+            id=self.id,
+            run_id=self.run_id,
+            name=self.name,
+            session=self.session,
+            state=self.state,
+            error=self.error,
+            started_by=self.started_by,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+            batch_id=self.batch_id,
+            input_rows=self.input_rows,
+            input_rate=self.input_rate,
+            process_rate=self.process_rate,
+            batch_duration_ms=self.batch_ms,
+            message=self.message,
+            stop_source=self.stop_source,
+            history=tuple(self.history),
+        )
+
+
+class StreamingQueries:
+    """The managed sessions' queries: recorded at start, read by the producer, stopped
+    on request. Thread-safe; Spark calls happen only in ``refresh`` (the producer's
+    thread) and on each stop's own thread."""
+
+    def __init__(self, wake: Callable[[], None] = lambda: None) -> None:
+        self._lock = threading.Lock()
+        self._records: dict[str, QueryRecord] = {}  # by run id, oldest first
+        self._wake = wake
+        self._last_refresh = float("-inf")
+
+    # -- what starts and stops tell it ---------------------------------------------------
+
+    def started(self, query: Any, session: str, cell: int | None) -> None:
+        """A query of ``session`` started, in the cell ``cell`` (its execution count;
+        None for a thread's)."""
+        run_id = str(query.runId)
+        record = QueryRecord(
+            query=query,
+            id=str(query.id),
+            run_id=run_id,
+            name=str(query.name or ""),
+            session=session,
+            started_by=job_tags.group_id(session, cell) if cell is not None else "",
+            started_at=time.time(),
+            started_count=cell,
+        )
+        with self._lock:
+            self._records[run_id] = record
+        self._wake()
+
+    def request_stop(self, name_or_id: str, source: str | None = None) -> QueryView:
+        """Ask Spark to stop a query (by name, id or run id) and return at once; it shows
+        "stopping" until Spark reports it ended. UnknownQueryError (nothing done) for a
+        query the board does not know or that already ended."""
+        record = self.find(name_or_id)
+        with self._lock:
+            if record.ended:
+                raise UnknownQueryError(
+                    f"Streaming query {_label(record)} already {record.state}: nothing to stop."
+                )
+            if record.state == "stopping":
+                return record.view()
+            record.state, record.stop_source = "stopping", source
+        threading.Thread(
+            target=self._stop, args=(record,), name="jss-stop-query", daemon=True
+        ).start()
+        self._wake()
+        return record.view()
+
+    def request_stop_session(self, session: str, source: str | None = None) -> list[str]:
+        """Stop every active query of ``session`` (as ``request_stop``); their labels."""
+        with self._lock:
+            active = [r for r in self._records.values() if r.session == session and not r.ended]
+        return [_label(self.request_stop(r.run_id, source)) for r in active if r.state == "active"]
+
+    def _stop(self, record: QueryRecord) -> None:
+        try:
+            record.query.stop()
+        except Exception as exc:  # the session or its server went away: say it
+            with self._lock:
+                record.error = record.error or _first_line(exc)
+        self._last_refresh = float("-inf")  # observe the end at the next poll
+        self._wake()
+
+    # -- what the producer reads ---------------------------------------------------------
+
+    def any_active(self) -> bool:
+        with self._lock:
+            return any(not r.ended for r in self._records.values())
+
+    def run_ids(self) -> frozenset[str]:
+        """Run ids of the queries recorded (their micro-batch jobs' job group)."""
+        with self._lock:
+            return frozenset(self._records)
+
+    def refresh(self, force: bool = False) -> None:
+        """Read each active query's state from Spark (the producer's thread), at most
+        every ``REFRESH_SECONDS`` unless ``force``."""
+        now = time.monotonic()
+        if not force and now - self._last_refresh < REFRESH_SECONDS:
+            return
+        self._last_refresh = now
+        with self._lock:
+            active = [r for r in self._records.values() if not r.ended]
+        for record in active:
+            try:
+                _read(record)
+            except Exception as exc:  # its session's driver or server went away
+                with self._lock:
+                    record.state, record.ended_at = "failed", time.time()
+                    record.error = record.error or _first_line(exc)
+        self._retain()
+
+    def _retain(self) -> None:
+        with self._lock:
+            ended = [k for k, r in self._records.items() if r.ended]
+            for key in ended[: max(0, len(ended) - RETAINED_ENDED)]:
+                del self._records[key]
+
+    # -- views -----------------------------------------------------------------------------
+
+    def views(self) -> tuple[QueryView, ...]:
+        with self._lock:
+            return tuple(r.view() for r in self._records.values())
+
+    def active_count(self, session: str) -> int:
+        with self._lock:
+            return sum(1 for r in self._records.values() if r.session == session and not r.ended)
+
+    def of_object(self, query: object) -> QueryRecord | None:
+        """The record of this very query object (no Spark call: safe in a signal handler)."""
+        with self._lock:
+            return next((r for r in self._records.values() if r.query is query), None)
+
+    def find(self, name_or_id: str) -> QueryRecord:
+        """The query named ``name_or_id`` (its name, id or run id; the latest run of a
+        name or id); UnknownQueryError in one line when there is none."""
+        with self._lock:
+            records = list(self._records.values())
+        for record in reversed(records):
+            if name_or_id in (record.run_id, record.id, record.name or None):
+                return record
+        known = ", ".join(_label(r) for r in records if not r.ended) or "none running"
+        raise UnknownQueryError(f"No streaming query {name_or_id!r} in this kernel ({known}).")
+
+
+def _read(record: QueryRecord) -> None:
+    """One read of a query's state from Spark into its record."""
+    query = record.query
+    active = bool(query.isActive)
+    progress = query.lastProgress
+    if progress is not None:
+        batch = int(progress.batchId)
+        if batch != record.batch_id:
+            record.batch_id = batch
+            record.input_rows = int(progress.numInputRows or 0)
+            record.input_rate = _rate(progress.inputRowsPerSecond)
+            record.process_rate = _rate(progress.processedRowsPerSecond)
+            duration = (progress.durationMs or {}).get("triggerExecution")
+            record.batch_ms = int(duration) if duration is not None else None
+            record.history.append(
+                (time.time(), record.input_rate or 0.0, record.process_rate or 0.0)
+            )
+    if active:
+        try:
+            record.message = str(query.status.get("message", ""))
+        except Exception:
+            record.message = ""
+        return
+    error = query.exception()
+    record.ended_at = record.ended_at or time.time()
+    if error is not None:
+        record.state, record.error = "failed", _first_line(error)
+    else:
+        record.state = "stopped"
+    record.message = ""
+
+
+def _rate(value: Any) -> float | None:
+    try:
+        return round(float(value), 3)
+    except (TypeError, ValueError):
+        return None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return (text.splitlines() or [type(error).__name__])[0][:300]
+
+
+def _label(query: QueryRecord | QueryView) -> str:
+    return repr(query.name) if query.name else query.id

@@ -1,0 +1,138 @@
+"""The board's record of streaming queries (board/streaming_queries), with stand-ins for
+PySpark's query objects (pure logic: the real queries are tests/test_streaming_kernel.py's):
+an hour of batches keeps a bounded record, ended queries are kept to a few, a stop is a
+request that returns at once, and the state shown after it is the one Spark reports."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import asdict
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from jupyter_spark_sessions.board.streaming_queries import (
+    HISTORY_POINTS,
+    RETAINED_ENDED,
+    StreamingQueries,
+)
+from jupyter_spark_sessions.errors import UnknownQueryError
+
+
+class FakeQuery:
+    """What the board reads of a PySpark StreamingQuery."""
+
+    def __init__(self, name: str = "") -> None:
+        self.id, self.runId, self.name = str(uuid.uuid4()), str(uuid.uuid4()), name
+        self.isActive = True
+        self.lastProgress: Any = None
+        self.status = {"message": "Waiting for next trigger"}
+        self.error: BaseException | None = None
+        self.stop_called = threading.Event()
+        self.release = threading.Event()  # stop() returns when set
+        self.release.set()
+
+    def batch(self, batch_id: int) -> None:
+        self.lastProgress = SimpleNamespace(
+            batchId=batch_id,
+            numInputRows=10,
+            inputRowsPerSecond=100.0,
+            processedRowsPerSecond=120.5,
+            durationMs={"triggerExecution": 42},
+        )
+
+    def exception(self) -> BaseException | None:
+        return self.error
+
+    def stop(self) -> None:
+        self.stop_called.set()
+        self.release.wait(10)
+        self.isActive = False
+
+
+def size_of(queries: StreamingQueries) -> int:
+    return len(json.dumps([asdict(v) for v in queries.views()]))
+
+
+def test_an_hour_at_ten_batches_a_second_keeps_a_bounded_record() -> None:
+    queries, query = StreamingQueries(), FakeQuery("hourly")
+    queries.started(query, "a", 3)
+    sizes = []
+    for batch in range(36_000):
+        query.batch(batch)
+        queries.refresh(force=True)
+        if batch in (1_000, 35_999):
+            sizes.append(size_of(queries))
+    (view,) = queries.views()
+    assert view.batch_id == 35_999 and view.batch_duration_ms == 42
+    assert len(view.history) == HISTORY_POINTS
+    assert sizes[1] <= sizes[0] + 20, sizes  # longer numbers only
+
+
+def test_ended_queries_are_kept_to_the_newest_few() -> None:
+    queries = StreamingQueries()
+    for index in range(RETAINED_ENDED + 15):
+        query = FakeQuery(f"q{index}")
+        queries.started(query, "a", index)
+        query.isActive = False
+        queries.refresh(force=True)
+    running = FakeQuery("still_running")
+    queries.started(running, "b", None)
+    queries.refresh(force=True)
+    names = [v.name for v in queries.views()]
+    assert len(names) == RETAINED_ENDED + 1
+    assert names[0] == "q15" and names[-1] == "still_running"
+
+
+def test_a_stop_request_returns_at_once_and_shows_what_spark_reports() -> None:
+    woken = threading.Event()
+    queries, query = StreamingQueries(wake=woken.set), FakeQuery("slow")
+    queries.started(query, "a", 2)
+    query.release.clear()  # Spark takes its time to stop it
+    view = queries.request_stop("slow", "sidebar")
+    assert view.state == "stopping" and view.stop_source == "sidebar"
+    assert query.stop_called.wait(5)
+    queries.refresh(force=True)
+    assert queries.find("slow").state == "stopping"  # Spark says it is still active
+    # Asked again meanwhile: the same request, not a second stop.
+    assert queries.request_stop(query.id).state == "stopping"
+    query.release.set()
+    for _ in range(100):
+        queries.refresh(force=True)
+        if queries.find("slow").state != "stopping":
+            break
+        threading.Event().wait(0.05)
+    assert queries.find("slow").state == "stopped" and woken.is_set()
+    with pytest.raises(UnknownQueryError, match="already stopped"):
+        queries.request_stop("slow")
+
+
+def test_a_failed_query_says_why_in_one_line() -> None:
+    queries, query = StreamingQueries(), FakeQuery()
+    queries.started(query, "a", None)
+    query.isActive = False
+    query.error = RuntimeError("[STREAM_FAILED] Query terminated with exception\n\tat org...")
+    queries.refresh(force=True)
+    (view,) = queries.views()
+    assert view.state == "failed" and view.started_by == ""
+    assert view.error == "[STREAM_FAILED] Query terminated with exception"
+
+
+def test_an_unknown_query_is_one_line_naming_the_running_ones() -> None:
+    queries = StreamingQueries()
+    queries.started(FakeQuery("rates"), "a", 1)
+    with pytest.raises(UnknownQueryError) as raised:
+        queries.request_stop("nope")
+    assert str(raised.value) == "No streaming query 'nope' in this kernel ('rates')."
+
+
+def test_a_session_stop_asks_for_each_of_its_active_queries_only() -> None:
+    queries = StreamingQueries()
+    mine, other = FakeQuery("mine"), FakeQuery("other")
+    queries.started(mine, "a", 1)
+    queries.started(other, "b", 1)
+    assert queries.request_stop_session("a", "cancel") == ["'mine'"]
+    assert mine.stop_called.wait(5) and not other.stop_called.is_set()
