@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +301,77 @@ with the rows fetched.
 """
 
 
+def _streaming_queries(r: dict[str, Any]) -> str:
+    run, stop, targets = r["running"], r["stopping"], r["targets"]
+    figures = run["figures"]
+    paired = run["cpu_paired_ratio"]
+    cpu = run["cpu_per_s_median"]
+    cpu_row = (
+        f"{cpu['sessions']:.3f} / {cpu['none']:.3f} CPU s/s = {run['cpu_ratio']:.3f} "
+        f"(pairs {paired['min']:.3f}-{paired['max']:.3f})"
+    )
+    batches = " / ".join(
+        f"{figures[side]['batches_per_s']['median']:.2f}" for side in ("sessions", "none")
+    )
+    msgs = figures["sessions"]["board_msgs_per_min"]
+    per_batch = figures["sessions"]["board_msgs_per_batch"]["median"]
+    request, cell = stop["request_to_stopped_s"], stop["cell_stop_reply_s"]
+    stop_row = (
+        f"{request['median'] * 1000:.0f} / {cell['median'] * 1000:.0f} ms = {stop['ratio']:.2f}"
+    )
+    msgs_row = f"{msgs['median']:.1f}, {msgs['max']:.1f} ({per_batch:.2f} a batch)"
+    msgs_target = f"<= {targets['board_msgs_per_poll']} a poll, every window"
+    # The no-monitor kernel's IOPub in its windows: the JVM's stderr (ipykernel forwards
+    # it to the notebook; this project's kernel filters it).
+    streams = [w["kinds"].get("stream", 0) for w in r["windows"] if w["side"] == "none"]
+    returned = stop["request_returned_ms"]
+    pushed = stop["push_stopped_s"]["request"]
+    pushed_row = "n/a"
+    if pushed is not None:
+        pushed_row = f"{pushed['median'] * 1000:.0f} ms (/ the cell: {stop['push_ratio']:.2f})"
+    seen = stop["cell_board_shows_stopped_s"]
+    load = r["load_average_1m"]
+    minutes = r["window_s"] * r["windows_per_side"] / 60
+    return f"""## Streaming queries (`benchmarks/streaming_queries.py`)
+
+A query at {r["batches_per_s_asked"]} batches a second (`rate-micro-batch`, 10 rows a batch,
+into a `memory` sink, triggered every 100 ms) in two kernels on `local[2]`: this
+project's (a managed session, a comm subscribed as the sidebar does) and plain PySpark
+with the same settings (as board_overhead's no-monitor kernel). {r["windows_per_side"]}
+windows of {r["window_s"]:.0f} s per kernel ({minutes:.1f} minutes), alternating in ABBA
+order, one query running at a time, each window a fresh query past its first
+{r["warm_up_batches"]} batches; CPU is user + system of the kernel and its JVM. Then,
+in this project's kernel, {r["stop_rounds"]} stops of each kind, alternating, each of a
+fresh query: a `stop_query` request, then `list` every {r["list_every_s"] * 1000:.0f} ms
+until the board shows the query "stopped", against a cell `q.stop()` from its
+`execute_request` to its reply. Board messages are what the kernel sent on IOPub for
+the board while the query ran: comm pushes to the subscribed comm and updates of the
+query's in-cell view (one of each per poll at most, a poll a second while a query
+runs). 1-minute load average {load["before"]:.1f} before, {load["after"]:.1f} after.
+
+| figure | measured | target |
+|---|---|---|
+| CPU while the query runs: board / no monitor (medians) | {cpu_row} | <= {targets["cpu_ratio"]} |
+| batches a second made: board / no monitor (medians) | {batches} | |
+| board messages on IOPub a minute (median, max) | {msgs_row} | {msgs_target} |
+| stop request -> "stopped" / `q.stop()` cell (medians) | {stop_row} | <= {targets["stop_ratio"]} |
+| stop request returns (median, max) | {returned["median"]:.2f} ms, {returned["max"]:.2f} ms | |
+| stop request -> comm push showing "stopped" (median) | {pushed_row} | |
+| `q.stop()` cell -> board shows "stopped" (median) | {seen["median"] * 1000:.0f} ms | |
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+
+The no-monitor kernel sent {sum(streams)} `stream` messages on IOPub in its windows
+(median {statistics.median(streams or [0]):.0f} a window): the JVM's log lines on stderr
+(`stream_samples` in the JSON), which ipykernel forwards to the notebook and this
+project's kernel filters.
+
+A query stopped outside the board (the `q.stop()` cell) shows "stopped" at the board's
+next read of its queries, up to {r["query_poll_interval_s"]:.0f} s later; a stop request
+makes the board read them as soon as `stop()` returns.
+"""
+
+
 RENDERERS = {
     "session_env": _session_env,
     "board_overhead": board_overhead_render.render,
@@ -315,6 +387,7 @@ RENDERERS = {
     "spark_auth_cost": _spark_auth_cost,
     "spark_ui_route": _spark_ui_route,
     "sql_cell": _sql_cell,
+    "streaming_queries": _streaming_queries,
 }
 
 

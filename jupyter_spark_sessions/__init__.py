@@ -126,6 +126,7 @@ def load_ipython_extension(ip: Any) -> None:
     from .cells.interrupt import CellInterrupts
     from .cells.lifecycle import CellLifecycle
     from .cells.progress import CellProgressViews
+    from .cells.query_views import CellQueryViews
     from .cells.tagging import CellJobTagging
     from .kernel.shutdown import call_once_at_shutdown
     from .magics.session_magics import SparkSessionMagics
@@ -151,11 +152,21 @@ def load_ipython_extension(ip: Any) -> None:
     ip.register_magics(SparkSessionMagics(ip, app, tagging))
     ip.register_magics(SparkSqlMagics(ip, app, tagging))
     progress = CellProgressViews(ip, app, tagging)
+    query_views = CellQueryViews(ip, app)  # a query's view outlives its cell
+
+    def follow_board() -> None:
+        progress.follow_board()
+        query_views.follow_board()
+
+    def leave_board() -> None:
+        progress.leave_board()
+        query_views.leave_board()
+
     lifecycle = CellLifecycle(
         ip,
         (tagging, interrupts, progress),  # the order cells/lifecycle.py explains
-        on_register=progress.follow_board,
-        on_unregister=progress.leave_board,
+        on_register=follow_board,
+        on_unregister=leave_board,
     )
     lifecycle.register()
     # Release sessions and stop a context this project started when the kernel exits.

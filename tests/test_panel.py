@@ -4,12 +4,14 @@ Cancel click asks of the board."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import comm
 import pytest
 from comm import DummyComm
+from test_streaming_queries import FakeQuery
 
 from jupyter_spark_sessions.backends.base import OperationReport
 from jupyter_spark_sessions.board.job_board import JobBoard
@@ -281,4 +283,35 @@ def test_a_connect_operation_links_to_its_sessions_operations_on_the_servers_ui(
     board.update([], {}, 0, [connect])
     jobs = panel._group_rows["a:3"].jobs.value
     assert 'href="/spark-sessions/ui/4045/connect/session/?id=s-1&amp;userId=ann"' in jobs, jobs
+    panel.close()
+
+
+def test_a_sessions_streaming_query_has_its_row_and_a_stop_that_returns_at_once() -> None:
+    board, panel = new_panel()
+    query = FakeQuery("rates")
+    query.release.clear()  # Spark takes its time to stop it
+    board.queries.started(query, "a", 3)
+    query.batch(7)
+    board.queries.refresh(force=True)
+    feed(board, "SUCCEEDED")
+    row = panel._query_rows[query.runId]
+    assert "rates" in row.label.value and "active" in row.label.value
+    assert row.detail.value.startswith("batch 7 · in 100.0 rows/s")
+    assert "1 streaming query" in panel._session_rows["a"].label.value
+    assert not panel._session_rows["a"].cancel.disabled, "Cancel all stops its queries too"
+
+    row.stop.click()  # returns while Spark has not stopped it
+    assert query.stop_called.wait(5)
+    feed(board, "SUCCEEDED")  # the next poll
+    assert "stopping" in row.label.value and row.stop.disabled
+    assert "Stopping streaming query &#x27;rates&#x27;." in panel.notice.value
+    query.release.set()
+    for _ in range(100):
+        board.queries.refresh(force=True)
+        if board.queries.find("rates").state == "stopped":
+            break
+        time.sleep(0.05)
+    feed(board, "SUCCEEDED")
+    assert "stopped" in row.label.value
+    assert row.detail.value.startswith("stopped (from the panel) after ")
     panel.close()

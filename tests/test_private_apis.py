@@ -608,6 +608,16 @@ def test_py4j_ends_an_interrupted_call_as_the_interrupt_filters_expect(root: Any
     assert "next_conn.shutdown_socket(" in send
     shutdown = "".join(inspect.getsource(clientserver.ClientServerConnection).split())
     assert '"Exceptionoccurredwhileshuttingdownconnection"' in shutdown
+    # driver.drop_interrupted_connection closes the thread's pinned connection.
+    client = root.sparkContext._gateway._gateway_client
+    assert isinstance(client, clientserver.JavaClient)
+    connection = client.get_thread_connection()
+    assert isinstance(connection, clientserver.ClientServerConnection)
+    assert connection.socket is not None
+    driver.drop_interrupted_connection()
+    assert connection.socket is None
+    assert root.range(2).count() == 2  # a new connection
+    assert client.get_thread_connection() is not connection
 
 
 def test_the_ui_root_redirect_finds_the_spark_ui_members_it_uses(root: Any) -> None:

@@ -283,6 +283,12 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
         )
         kernel.ok("%spark_session use a")
         assert kernel.ok(READ_FILES_CELL).result_text == "'from-a|helper-of-a'"
+        # A streaming query of b: lost with the driver, and the restart says so.
+        kernel.ok(
+            "%%spark_session b\n"
+            "spark.readStream.format('rate').load().writeStream.format('memory')"
+            ".queryName('rates_b').start()"
+        )
         # Objects of the driver about to die: a DataFrame, and a UDF the JVM knows.
         kernel.ok("old_df = spark.range(4)\nold_df.select(_read_files('id')).count()")
         pid = driver_pid(kernel)  # read before: the shell is busy from here
@@ -331,6 +337,7 @@ def test_a_killed_driver_answers_in_one_line_and_restart_brings_back_sessions_an
             "Session 'a' made again with its settings and its 2 file(s) added again.",
             "`spark` now refers to the new session.",
             "Session 'b' made again with its settings and its 1 file(s) added again.",
+            "Streaming queries lost with the old driver (start them again): 'rates_b' of b.",
             "DataFrames, UDFs and columns made before belong to the old driver: run the cells "
             "that made them again.",
             "Adopted session 'mine' was dropped (its SparkContext is gone): make it again, "

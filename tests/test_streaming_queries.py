@@ -16,6 +16,7 @@ import pytest
 
 from jupyter_spark_sessions.board.streaming_queries import (
     HISTORY_POINTS,
+    HISTORY_STEP,
     RETAINED_ENDED,
     StreamingQueries,
 )
@@ -58,18 +59,23 @@ def size_of(queries: StreamingQueries) -> int:
 
 
 def test_an_hour_at_ten_batches_a_second_keeps_a_bounded_record() -> None:
-    queries, query = StreamingQueries(), FakeQuery("hourly")
+    clock = [1_800_000_000.0]
+    queries, query = StreamingQueries(clock=lambda: clock[0]), FakeQuery("hourly")
     queries.started(query, "a", 3)
-    sizes = []
-    for batch in range(36_000):
+    sizes = {}
+    for batch in range(36_000):  # a refresh per batch: more than the board makes
+        clock[0] += 0.1
         query.batch(batch)
         queries.refresh(force=True)
-        if batch in (1_000, 35_999):
-            sizes.append(size_of(queries))
+        if batch in (100, 600, 3_000, 35_999):  # 10 s, 1 min, 5 min, an hour
+            sizes[batch] = size_of(queries)
     (view,) = queries.views()
     assert view.batch_id == 35_999 and view.batch_duration_ms == 42
     assert len(view.history) == HISTORY_POINTS
-    assert sizes[1] <= sizes[0] + 20, sizes  # longer numbers only
+    # The last five minutes, a point every HISTORY_STEP seconds, the newest last.
+    assert view.history[-1][0] - view.history[0][0] == (HISTORY_POINTS - 1) * HISTORY_STEP
+    assert sizes[600] <= 2 * sizes[100], sizes
+    assert sizes[35_999] <= sizes[3_000] + 20, sizes  # longer numbers only
 
 
 def test_ended_queries_are_kept_to_the_newest_few() -> None:

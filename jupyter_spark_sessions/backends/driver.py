@@ -259,6 +259,21 @@ def interrupting_a_call() -> None:
     _interrupted_at = time.monotonic()
 
 
+def drop_interrupted_connection() -> None:
+    """After an Interrupt ended a py4j call of this thread (a wait on a streaming query):
+    close this thread's py4j connection if py4j's clean-up left it open. That clean-up
+    can fail half-way (a Py4JError for a callback connection that had already closed,
+    e.g. a ``foreachBatch``'s), and the JVM then writes the ended call's answer on that
+    connection once the wait ends: the thread's next call would read it as its own. A
+    closed connection makes py4j open a new one at the next call."""
+    client = getattr(current_gateway(), "_gateway_client", None)  # private
+    get_connection = getattr(client, "get_thread_connection", None)  # private; pinned mode
+    connection = get_connection() if get_connection is not None else None
+    if connection is not None and connection.socket is not None:
+        with contextlib.suppress(Exception):
+            connection.close()
+
+
 class _DeadJvmLogFilter(logging.Filter):
     """py4j logs a traceback through the root logger for the call that finds the JVM
     dead; the cell's own error already says so in one line (``ClassicBackend.explain``).

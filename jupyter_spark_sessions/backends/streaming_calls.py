@@ -91,6 +91,17 @@ def _reporting(method: Any, session_attr: str) -> Any:
     return start
 
 
+def batch_run_id(session: Any) -> str | None:
+    """The job group of the calling thread on a classic session: inside a query's
+    ``foreachBatch`` (py4j runs it on the thread of the query's batch), that query's run
+    id. None elsewhere, and on Spark Connect (its ``foreachBatch`` runs on the server)."""
+    try:
+        group = session.sparkContext.getLocalProperty("spark.jobGroup.id")
+    except Exception:  # Connect: no SparkContext in the client
+        return None
+    return str(group) if group else None
+
+
 #: The blocking calls of a query or a query manager, in PySpark's streaming modules.
 _WAITS = frozenset({"awaitTermination", "processAllAvailable", "awaitAnyTermination"})
 _STREAMING_MODULES = ("pyspark.sql.streaming.", "pyspark.sql.connect.streaming.")

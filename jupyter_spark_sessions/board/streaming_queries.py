@@ -33,9 +33,11 @@ log = logging.getLogger(__name__)
 
 #: Ended queries the board keeps (the oldest go first).
 RETAINED_ENDED = 20
-#: Points of a query's rate history (one per refresh that saw a new batch): at one a
-#: second, the last two minutes.
-HISTORY_POINTS = 120
+#: Seconds each point of a query's rate history stands for (the latest figures seen in
+#: that span), and how many points it keeps: the last five minutes, whatever the rate
+#: of batches (the board's size stays the same after an hour as after five minutes).
+HISTORY_STEP = 5.0
+HISTORY_POINTS = 60
 #: Seconds between two reads of the active queries' state.
 REFRESH_SECONDS = 1.0
 
@@ -62,6 +64,8 @@ class QueryRecord:
     process_rate: float | None = None
     batch_ms: int | None = None
     message: str = ""
+    #: Its last read failed: the driver or server is gone (a restart names it lost).
+    unreachable: bool = False
     history: collections.deque[tuple[float, float, float]] = field(
         default_factory=lambda: collections.deque(maxlen=HISTORY_POINTS)
     )
@@ -97,7 +101,12 @@ class StreamingQueries:
     on request. Thread-safe; Spark calls happen only in ``refresh`` (the producer's
     thread) and on each stop's own thread."""
 
-    def __init__(self, wake: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, wake: Callable[[], None] = lambda: None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._clock = clock  # wall-clock seconds (tests run an hour of batches at once)
+        #: Told of each query as it starts, in the thread that started it.
+        self.on_start: Callable[[QueryView], None] | None = None
         self._lock = threading.Lock()
         self._records: dict[str, QueryRecord] = {}  # by run id, oldest first
         self._wake = wake
@@ -116,11 +125,13 @@ class StreamingQueries:
             name=str(query.name or ""),
             session=session,
             started_by=job_tags.group_id(session, cell) if cell is not None else "",
-            started_at=time.time(),
+            started_at=self._clock(),
             started_count=cell,
         )
         with self._lock:
             self._records[run_id] = record
+        if self.on_start is not None:  # the cell's view (cells/query_views), this thread
+            self.on_start(record.view())
         self._wake()
 
     def request_stop(self, name_or_id: str, source: str | None = None) -> QueryView:
@@ -157,6 +168,20 @@ class StreamingQueries:
         self._last_refresh = float("-inf")  # observe the end at the next poll
         self._wake()
 
+    def lose(self, sessions: list[str], why: str) -> list[str]:
+        """The queries of ``sessions`` that had not ended (or whose driver stopped
+        answering), now failed with ``why``: their driver is gone, so no Spark call.
+        Their labels with their session ("'rates' of a")."""
+        lost = []
+        with self._lock:
+            for record in self._records.values():
+                if record.session in sessions and (not record.ended or record.unreachable):
+                    record.state, record.error, record.unreachable = "failed", why, False
+                    record.ended_at = record.ended_at or self._clock()
+                    lost.append(f"{_label(record)} of {record.session}")
+        self._wake()
+        return lost
+
     # -- what the producer reads ---------------------------------------------------------
 
     def any_active(self) -> bool:
@@ -179,11 +204,14 @@ class StreamingQueries:
             active = [r for r in self._records.values() if not r.ended]
         for record in active:
             try:
-                _read(record)
+                _read(record, self._clock())
             except Exception as exc:  # its session's driver or server went away
                 with self._lock:
-                    record.state, record.ended_at = "failed", time.time()
-                    record.error = record.error or _first_line(exc)
+                    record.state, record.ended_at = "failed", self._clock()
+                    record.error = record.error or (
+                        f"its Spark driver or server did not answer ({_first_line(exc)})"
+                    )
+                    record.unreachable = True
         self._retain()
 
     def _retain(self) -> None:
@@ -202,6 +230,12 @@ class StreamingQueries:
         with self._lock:
             return sum(1 for r in self._records.values() if r.session == session and not r.ended)
 
+    def session_of_run(self, run_id: str | None) -> str | None:
+        """The session of the query run ``run_id`` (None when unknown)."""
+        with self._lock:
+            record = self._records.get(run_id or "")
+            return record.session if record else None
+
     def of_object(self, query: object) -> QueryRecord | None:
         """The record of this very query object (no Spark call: safe in a signal handler)."""
         with self._lock:
@@ -219,7 +253,7 @@ class StreamingQueries:
         raise UnknownQueryError(f"No streaming query {name_or_id!r} in this kernel ({known}).")
 
 
-def _read(record: QueryRecord) -> None:
+def _read(record: QueryRecord, now: float) -> None:
     """One read of a query's state from Spark into its record."""
     query = record.query
     active = bool(query.isActive)
@@ -233,9 +267,7 @@ def _read(record: QueryRecord) -> None:
             record.process_rate = _rate(progress.processedRowsPerSecond)
             duration = (progress.durationMs or {}).get("triggerExecution")
             record.batch_ms = int(duration) if duration is not None else None
-            record.history.append(
-                (time.time(), record.input_rate or 0.0, record.process_rate or 0.0)
-            )
+            _add_point(record, now)
     if active:
         try:
             record.message = str(query.status.get("message", ""))
@@ -243,12 +275,22 @@ def _read(record: QueryRecord) -> None:
             record.message = ""
         return
     error = query.exception()
-    record.ended_at = record.ended_at or time.time()
+    record.ended_at = record.ended_at or now
     if error is not None:
         record.state, record.error = "failed", _first_line(error)
     else:
         record.state = "stopped"
     record.message = ""
+
+
+def _add_point(record: QueryRecord, now: float) -> None:
+    """The latest rates into the history's point of their ``HISTORY_STEP`` span."""
+    span = now - now % HISTORY_STEP
+    point = (span, round(record.input_rate or 0.0, 1), round(record.process_rate or 0.0, 1))
+    if record.history and record.history[-1][0] == span:
+        record.history[-1] = point
+    else:
+        record.history.append(point)
 
 
 def _rate(value: Any) -> float | None:

@@ -124,7 +124,9 @@ class CancelledCellErrors:
             if (interrupted := self._interrupted()) is not None:
                 shown = (KeyboardInterrupt, story or f"{interrupted} ({spark_line})")
             self._cell.shown = shown
-        elif isinstance(value, KeyboardInterrupt) and self._interrupted_wait() is not None:
+        elif self._interrupted_wait() is not None and _raised_by_interrupt(value):
+            # py4j's clean-up of the ended wait may itself fail (a Py4JError raised while
+            # handling the KeyboardInterrupt): the Interrupt ended the cell all the same.
             shown = (KeyboardInterrupt, self._interrupted_wait() or "")
             self._cell.shown = shown
         elif isinstance(value, KeyboardInterrupt) and self._interrupted() is not None:
@@ -224,3 +226,14 @@ class CancelledCellErrors:
             result.error_in_exec = replacement
         elif interrupted is not None and cancellation_line(error):
             result.error_in_exec = KeyboardInterrupt(interrupted)
+
+
+def _raised_by_interrupt(error: BaseException | None) -> bool:
+    """``error`` is a KeyboardInterrupt, or was raised while handling one."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__context__
+    return False

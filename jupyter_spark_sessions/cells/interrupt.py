@@ -66,6 +66,8 @@ class CellInterrupts:
         self._saved = signal.signal(signal.SIGINT, self._on_interrupt)
 
     def post_run_cell(self, result: Any) -> None:
+        if self.errors.interrupted_wait is not None:
+            driver.drop_interrupted_connection()
         self.errors.ended(result)
         if self._stop_after_cell is not None:
             run_id, self._stop_after_cell = self._stop_after_cell, None

@@ -22,10 +22,13 @@ from ..board.snapshot import (
     BoardSnapshot,
     GroupView,
     JobView,
+    QueryView,
     SessionView,
     earlier_jobs_text,
     share_text,
 )
+from ..cells.query_views import ENDED_STATES, ending, figures
+from ..cells.query_views import label as query_label
 from ..errors import SparkSessionsError
 from ..kernel import ipykernel_internals
 from . import spark_ui
@@ -201,6 +204,26 @@ class _GroupRow:
         self.jobs.value = _jobs_html(group.jobs if listed else group.jobs[-SHOWN_JOBS:], session)
 
 
+class _QueryRow:
+    """A streaming query of the session: its name and state, Stop, its figures."""
+
+    def __init__(self, panel: BoardPanel, query: QueryView) -> None:
+        self.label = widgets.HTML(layout=widgets.Layout(width="13em", flex="0 0 auto"))
+        self.stop = _button(panel, "Stop", f"Stop the streaming query {query_label(query)}")
+        self.stop.on_click(lambda _: panel.stop_query(query.run_id))
+        self.detail = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", margin="0 0 0 1em"))
+        self.box = widgets.HBox(
+            [self.label, self.stop, self.detail],
+            layout=widgets.Layout(align_items="center", margin="0 0 0.3em 1.5em"),
+        )
+
+    def show(self, query: QueryView) -> None:
+        self.label.value = f"<code>{html.escape(query_label(query))}</code> <b>{query.state}</b>"
+        ended = query.state in ENDED_STATES
+        self.detail.value = html.escape(ending(query) if ended else figures(query))
+        _enable(self.stop, query.state == "active")
+
+
 class _SessionRow:
     def __init__(self, panel: BoardPanel, name: str) -> None:
         self.label = widgets.HTML(layout=widgets.Layout(flex="1 1 auto"))
@@ -232,6 +255,7 @@ class BoardPanel:
         self._notice_lock = threading.Lock()
         self._group_rows: dict[str, _GroupRow] = {}
         self._session_rows: dict[str, _SessionRow] = {}
+        self._query_rows: dict[str, _QueryRow] = {}
         self.header = widgets.HTML("<b>Spark sessions</b>: no sessions yet.")
         #: One section per session: its row, then its groups (newest first).
         self.sessions_box = widgets.VBox()
@@ -258,6 +282,17 @@ class BoardPanel:
             text = str(exc)
         with self._notice_lock:
             self._notice = (text, frozenset(cancelling), time.time())
+        self.board.refresh(self.render)
+
+    def stop_query(self, run_id: str) -> None:
+        """A Stop click: ask for the stop (it returns at once), say so until it ended."""
+        try:
+            view = self.board.queries.request_stop(run_id, "panel")
+            text = f"Stopping streaming query {query_label(view)}."
+        except SparkSessionsError as exc:
+            text = str(exc)
+        with self._notice_lock:
+            self._notice = (text, frozenset(), time.time())
         self.board.refresh(self.render)
 
     # -- drawing (producer thread only) ---------------------------------------------
@@ -295,6 +330,9 @@ class BoardPanel:
             self._group_rows.pop(gid).box.close_all()
         for name in [n for n in self._session_rows if n not in names]:
             self._session_rows.pop(name).box.close_all()
+        listed = {q.run_id for q in snapshot.queries}
+        for run_id in [r for r in self._query_rows if r not in listed]:
+            self._query_rows.pop(run_id).box.close_all()
         self.notice.value = self._notice_html(snapshot, now)
         if self.clicks_wait_for_the_cell:
             self.footer.value = f"<small>{html.escape(NO_ROUTER_NOTE)}</small>"
@@ -336,8 +374,20 @@ class BoardPanel:
                     else ""
                 )
             )
-        _enable(row.cancel, session is not None and active > 0)
+        queries = [q for q in snapshot.queries if q.session == name]
+        running_queries = sum(1 for q in queries if q.state in ("active", "stopping"))
+        if running_queries:
+            row.label.value += f"; {running_queries} streaming quer" + (
+                "y" if running_queries == 1 else "ies"
+            )
+        _enable(row.cancel, session is not None and (active > 0 or running_queries > 0))
         boxes = []
+        for query in reversed(queries):  # newest first
+            query_row = self._query_rows.get(query.run_id)
+            if query_row is None:
+                query_row = self._query_rows[query.run_id] = _QueryRow(self, query)
+            query_row.show(query)
+            boxes.append(query_row.box)
         for group in reversed(groups):  # newest first
             group_row = self._group_rows.get(group.id)
             if group_row is None:

@@ -426,6 +426,12 @@ class SparkSessionMagics(Magics):
             lines.append(f"Session '{name}' made again with its settings{added}.")
             lines += self._rebind(before[name], self.registry.get(name).session)
         lines += report.refused
+        if report.lost_queries:
+            lines.append(
+                "Streaming queries lost with the old driver (start them again): "
+                + ", ".join(report.lost_queries)
+                + "."
+            )
         if report.recreated:
             old = "the old driver" if report.started else "the stopped SparkContext"
             lines.append(MAKE_AGAIN.format(what=old))

@@ -34,6 +34,8 @@ class RestartReport:
     dropped: tuple[str, ...]  # adopted sessions: only their owner can make them again
     started: bool  # False when the context ran and only sessions needed making again
     refused: tuple[str, ...] = ()  # files Spark did not take again, one line each
+    #: Streaming queries that ran on the old context ("'rates' of a"): gone with it.
+    lost_queries: tuple[str, ...] = ()
 
 
 class Recoverable(Protocol):
@@ -74,6 +76,9 @@ def restart(
     if started:  # all of the old context's (``problem`` may not know it died yet)
         broken = on_context
     recreated, dropped, refused = [], [], []
+    lost_queries = board.queries.lose(
+        [m.name for m in broken], "lost with its Spark driver (`%spark_session restart`)"
+    )
     for managed in broken:
         mark_gone(
             managed.session,
@@ -93,7 +98,9 @@ def restart(
             refused.append(str(exc))
         recreated.append((managed.name, len(managed.artifacts.list())))
     board.wake_now()
-    return RestartReport(master, tuple(recreated), tuple(dropped), started, tuple(refused))
+    return RestartReport(
+        master, tuple(recreated), tuple(dropped), started, tuple(refused), tuple(lost_queries)
+    )
 
 
 def reconnect(managed: Recoverable, endpoints: ConnectEndpoints, board: JobBoard) -> None:

@@ -388,11 +388,18 @@ class SessionRegistry:
     def _query_started(self, query: Any, session: object) -> None:
         """A streaming query started (``streaming_calls``): on the board under its session,
         with the cell that started it (none for a thread's)."""
+        queries = self.board.queries
         managed = self.find(session)
-        if managed is None:  # a session of the user's own: not on the board
-            return
+        if managed is None:
+            # Inside another query's foreachBatch the batch's session is a clone of that
+            # query's: the query is that session's (its thread runs the batch's job group,
+            # the outer query's run id).
+            outer = queries.session_of_run(streaming_calls.batch_run_id(session))
+            if outer is not None:
+                queries.started(query, outer, None)
+            return  # else a session of the user's own: not on the board
         cell = self.tagger.current_cell()
-        self.board.queries.started(query, managed.name, cell[1] if cell else None)
+        queries.started(query, managed.name, cell[1] if cell else None)
 
     # -- files ---------------------------------------------------------------------------
 

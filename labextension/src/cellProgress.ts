@@ -99,7 +99,7 @@ function link(href: string | null, text: string, title: string): HTMLElement {
 }
 
 /** Where a Cancel goes: the kernel of the notebook showing the output. */
-type KernelOf = () => Kernel.IKernelConnection | null;
+export type KernelOf = () => Kernel.IKernelConnection | null;
 
 /** One output's view. */
 export class CellProgressRenderer

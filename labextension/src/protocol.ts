@@ -9,7 +9,8 @@
 /**
  * The request protocol of jupyter_spark_sessions, version 1: every message on every channel (control channel, comm, REST relay). The one definition of the protocol: protocol.py enforces it, tests/test_protocol_schema.py checks the kernel's replies and board against it, and labextension/src/protocol.ts is generated from it. docs/protocol.md explains it.
  */
-export type ProtocolMessage = Request | Reply | CommMessage | CellProgress;
+export type ProtocolMessage =
+  Request | Reply | CommMessage | CellProgress | CellQuery;
 /**
  * A request, whatever the channel. Unknown fields are errors.
  */
@@ -688,4 +689,16 @@ export interface CellTasks {
   done: number;
   active: number;
   failed: number;
+}
+/**
+ * The in-cell view of a streaming query: the data of the `application/vnd.jupyter-spark-sessions.query+json` output the kernel shows under the cell that started the query, replaced by update_display_data as its figures change, after the cell returned too (not a message on a channel). `final`: the query ended and `summary` is its last line.
+ */
+export interface CellQuery {
+  version: Version;
+  final: boolean;
+  /**
+   * The view in one line (its text/plain rendering).
+   */
+  summary: string;
+  query: Query;
 }

@@ -132,7 +132,7 @@ function renderStop(
  * The input and processing rates of its recent batches as two lines, with
  * a legend naming them and the chart's top; null before two batches.
  */
-function renderSparkline(query: Query): HTMLElement | null {
+export function renderSparkline(query: Query): HTMLElement | null {
   const points = rateHistory(query.history);
   const lines = sparkline(points, SPARKLINE_WIDTH, SPARKLINE_HEIGHT);
   if (lines === null) {

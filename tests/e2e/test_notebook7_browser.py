@@ -130,3 +130,29 @@ def test_notebook7_shows_progress_under_the_running_cell_and_cancels_it_there(
     notebook7: NotebookServer, notebook7_page: Any
 ) -> None:
     check_cell_progress(notebook7, notebook7_page, "notebook")
+
+
+def test_notebook7_shows_a_streaming_query_under_its_cell_and_stops_it_there(
+    notebook7: NotebookServer, notebook7_page: Any
+) -> None:
+    page = notebook7_page
+    cells = [
+        "%load_ext jupyter_spark_sessions\n%spark_session create a",
+        "%%spark_session a\n"
+        "q = spark.readStream.format('rate').option('rowsPerSecond', 20).load()"
+        ".writeStream.format('memory').queryName('nb7_rates').start()",
+    ]
+    open_notebook(page, notebook7, "nb7-streaming.ipynb", cells, app="notebook")
+    run_all(page)
+    view = cell_output(page, 1).locator("[data-testid='spark-cell-query']")
+    # Live after the cell returned: the batches move on under it.
+    view.locator("[data-figure='batch']").filter(has_text=re.compile(r"batch [1-9]")).wait_for(
+        timeout=120_000
+    )
+    assert view.get_attribute("data-state") == "active"
+    view.locator("[data-testid='spark-cell-stop-query']").click()
+    summary = view.locator("[data-testid='spark-cell-query-summary']")
+    summary.wait_for(timeout=10_000)
+    assert summary.inner_text().startswith(
+        "streaming query 'nb7_rates' of session a stopped (from its view) after "
+    ), summary.inner_text()

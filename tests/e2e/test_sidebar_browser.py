@@ -368,3 +368,63 @@ def test_switching_to_a_notebook_without_the_extension_shows_it_at_once(
     status.and_(page.locator("[data-status='ready']")).wait_for(timeout=10_000)
     assert "No sessions yet" in sidebar.locator("[data-testid='jss-empty']").inner_text()
     assert "UNKNOWN CONTROL MESSAGE TYPE" not in lab.log_text()
+
+
+def query_cell(session: str, name: str) -> str:
+    """A rate query of ``session`` into a memory table, started in a cell of its own."""
+    return (
+        f"%%spark_session {session}\n"
+        f"q_{session} = spark.readStream.format('rate').option('rowsPerSecond', 20).load()"
+        f".writeStream.format('memory').queryName('{name}').start()"
+    )
+
+
+def test_a_streaming_query_is_live_under_its_cell_and_in_the_sidebar_whose_stop_ends_it(
+    lab: LabServer, page: Any
+) -> None:
+    open_notebook(
+        page,
+        lab,
+        "streaming.ipynb",
+        [SETUP_CELL, query_cell("a", "rates_a"), query_cell("b", "rates_b")],
+    )
+    sidebar = open_sidebar(page)
+    run_all(page)
+    wait_for_sessions(sidebar, "a", "b")
+    query_a = sidebar.locator("[data-testid='jss-query'][data-query='rates_a']")
+    query_b = sidebar.locator("[data-testid='jss-query'][data-query='rates_b']")
+    # Live: the cell returned, its view and the sidebar follow the batches; the rate
+    # chart once it has two points (one every 5 s).
+    view_a = cell_output(page, 1).locator("[data-testid='spark-cell-query']")
+    for where in (query_a, view_a):
+        where.locator("[data-testid='jss-query-sparkline']").wait_for(timeout=60_000)
+    assert view_a.get_attribute("data-state") == "active"
+    assert "batch " in view_a.inner_text() and "rows/s" in view_a.inner_text()
+    assert query_a.get_attribute("data-state") == "active"
+    assert "started by a:2" in query_a.inner_text()
+    check_layout(sidebar)
+    save_screenshot(sidebar, "streaming-sidebar.png")
+    save_screenshot(cell_output(page, 1), "streaming-cell.png")
+
+    # The sidebar's Stop: stopping at once, then stopped as Spark reports it; b's runs on.
+    query_a.locator("[data-testid='jss-stop-query']").click()
+    sidebar.locator(
+        "[data-testid='jss-query'][data-query='rates_a'][data-state='stopped']"
+    ).wait_for(timeout=10_000)
+    summary = view_a.locator("[data-testid='spark-cell-query-summary']")
+    summary.wait_for(timeout=10_000)
+    assert re.fullmatch(
+        r"streaming query 'rates_a' of session a stopped \(from the sidebar\) after \d+ s · "
+        r"[\d,]+ batch(es)?",
+        summary.inner_text(),
+    ), summary.inner_text()
+    assert query_b.get_attribute("data-state") == "active"
+
+    # The Stop under b's cell.
+    view_b = cell_output(page, 2).locator("[data-testid='spark-cell-query']")
+    view_b.locator("[data-testid='spark-cell-stop-query']").click()
+    view_b.locator("[data-testid='spark-cell-query-summary']").wait_for(timeout=10_000)
+    assert "stopped (from its view)" in view_b.inner_text()
+    sidebar.locator(
+        "[data-testid='jss-query'][data-query='rates_b'][data-state='stopped']"
+    ).wait_for(timeout=10_000)
