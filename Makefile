@@ -245,6 +245,7 @@ bench: setup
 	$(BIN)/python benchmarks/spark_auth_cost.py
 	$(BIN)/python benchmarks/spark_ui_route.py
 	$(BIN)/python benchmarks/sql_cell.py
+	$(BIN)/python benchmarks/streaming_queries.py
 	$(BIN)/python benchmarks/report.py
 
 clean:

@@ -316,19 +316,18 @@ def _streaming_queries(r: dict[str, Any]) -> str:
     msgs = figures["sessions"]["board_msgs_per_min"]
     per_batch = figures["sessions"]["board_msgs_per_batch"]["median"]
     request, cell = stop["request_to_stopped_s"], stop["cell_stop_reply_s"]
+    pushed = stop["push_stopped_s"]["request"]
     stop_row = (
-        f"{request['median'] * 1000:.0f} / {cell['median'] * 1000:.0f} ms = {stop['ratio']:.2f}"
+        f"{pushed['median'] * 1000:.0f} / {cell['median'] * 1000:.0f} ms = {stop['ratio']:.2f}"
     )
+    listed_row = f"{request['median'] * 1000:.0f} ms (/ the cell: {stop['list_ratio']:.2f})"
     msgs_row = f"{msgs['median']:.1f}, {msgs['max']:.1f} ({per_batch:.2f} a batch)"
     msgs_target = f"<= {targets['board_msgs_per_poll']} a poll, every window"
     # The no-monitor kernel's IOPub in its windows: the JVM's stderr (ipykernel forwards
     # it to the notebook; this project's kernel filters it).
     streams = [w["kinds"].get("stream", 0) for w in r["windows"] if w["side"] == "none"]
     returned = stop["request_returned_ms"]
-    pushed = stop["push_stopped_s"]["request"]
-    pushed_row = "n/a"
-    if pushed is not None:
-        pushed_row = f"{pushed['median'] * 1000:.0f} ms (/ the cell: {stop['push_ratio']:.2f})"
+    stop_target = f"<= {targets['stop_ratio']}"
     seen = stop["cell_board_shows_stopped_s"]
     load = r["load_average_1m"]
     minutes = r["window_s"] * r["windows_per_side"] / 60
@@ -342,9 +341,10 @@ windows of {r["window_s"]:.0f} s per kernel ({minutes:.1f} minutes), alternating
 order, one query running at a time, each window a fresh query past its first
 {r["warm_up_batches"]} batches; CPU is user + system of the kernel and its JVM. Then,
 in this project's kernel, {r["stop_rounds"]} stops of each kind, alternating, each of a
-fresh query: a `stop_query` request, then `list` every {r["list_every_s"] * 1000:.0f} ms
-until the board shows the query "stopped", against a cell `q.stop()` from its
-`execute_request` to its reply. Board messages are what the kernel sent on IOPub for
+fresh query: a `stop_query` request until the board's push (what the sidebar hears)
+shows the query "stopped", against a cell `q.stop()` from its `execute_request` to its
+reply (a `list` every {r["list_every_s"] * 1000:.0f} ms is reported beside it, not judged:
+its polling adds half its period on average). Board messages are what the kernel sent on IOPub for
 the board while the query ran: comm pushes to the subscribed comm and updates of the
 query's in-cell view (one of each per poll at most, a poll a second while a query
 runs). 1-minute load average {load["before"]:.1f} before, {load["after"]:.1f} after.
@@ -354,9 +354,9 @@ runs). 1-minute load average {load["before"]:.1f} before, {load["after"]:.1f} af
 | CPU while the query runs: board / no monitor (medians) | {cpu_row} | <= {targets["cpu_ratio"]} |
 | batches a second made: board / no monitor (medians) | {batches} | |
 | board messages on IOPub a minute (median, max) | {msgs_row} | {msgs_target} |
-| stop request -> "stopped" / `q.stop()` cell (medians) | {stop_row} | <= {targets["stop_ratio"]} |
+| stop request -> push showing "stopped" / `q.stop()` cell (medians) | {stop_row} | {stop_target} |
 | stop request returns (median, max) | {returned["median"]:.2f} ms, {returned["max"]:.2f} ms | |
-| stop request -> comm push showing "stopped" (median) | {pushed_row} | |
+| stop request -> `list` showing "stopped" (median) | {listed_row} | |
 | `q.stop()` cell -> board shows "stopped" (median) | {seen["median"] * 1000:.0f} ms | |
 
 Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).

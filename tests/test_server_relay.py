@@ -133,6 +133,36 @@ def cancel_a_busy_cell_through_the_relay(lab: LabServer, kernel_id: str, kernel:
     assert b_done["state"] == "succeeded"
 
 
+def relayed_query(lab: LabServer, kernel_id: str, name: str) -> dict[str, Any] | None:
+    status, reply = relay(lab, kernel_id, {"version": 1, "action": "list"})
+    assert status == 200 and reply["status"] == "ok", reply
+    found = [q for q in reply["board"]["queries"] if q["name"] == name]
+    return found[-1] if found else None
+
+
+def test_relay_lists_a_streaming_query_and_stops_it(
+    lab: LabServer, sessions: tuple[str, Kernel]
+) -> None:
+    kernel_id, kernel = sessions
+    kernel.ok(
+        "%%spark_session a\n"
+        "q_relayed = spark.readStream.format('rate').load().writeStream.format('memory')"
+        ".queryName('relayed').start()"
+    )
+    shown = relayed_query(lab, kernel_id, "relayed")
+    assert shown is not None and shown["session"] == "a" and shown["state"] == "active", shown
+    status, reply = relay(
+        lab, kernel_id, {"version": 1, "action": "stop_query", "query": "relayed"}
+    )
+    assert status == 200 and reply["query"]["state"] == "stopping", reply
+    deadline = time.monotonic() + 10
+    while (shown := relayed_query(lab, kernel_id, "relayed")) and shown["state"] != "stopped":
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.2)
+    assert shown is not None and shown["stop_source"] == "relay", shown
+    assert kernel.value("q_relayed.isActive") is False
+
+
 @pytest.mark.parametrize(
     "headers",
     [{"Authorization": ""}, {"Authorization": "token wrong"}],

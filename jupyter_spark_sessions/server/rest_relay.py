@@ -8,7 +8,7 @@ cell runs, as from the sidebar. Kernels behind a Kernel or Enterprise Gateway ar
 reached through the gateway's websocket instead (``gateway_relay``).
 
     POST {base_url}jupyter-spark-sessions/api/kernels/{kernel_id}/requests
-    body: a protocol request (docs/protocol.md), action ``list`` or ``cancel``
+    body: a protocol request (docs/protocol.md), action ``list``, ``cancel`` or ``stop_query``
 
 Authenticated and authorized like the server's own kernel API (token or cookie;
 resource ``kernels``): it adds a route to the server, never a new listening socket.
@@ -33,7 +33,7 @@ from . import gateway_relay
 
 #: Reading and cancelling; ``add`` copies files (comm only), and subscriptions need a
 #: comm to push to.
-RELAYED_ACTIONS = frozenset({"list", "cancel"})
+RELAYED_ACTIONS = frozenset({"list", "cancel", "stop_query"})
 #: The kernel answers in milliseconds even while busy; longer means it has not loaded
 #: the extension (ipykernel ignores unknown control messages) or is not responding.
 REPLY_TIMEOUT = 10.0
@@ -70,7 +70,7 @@ class ControlRelayHandler(APIHandler):
                 f"{', '.join(sorted(RELAYED_ACTIONS))}.",
             )
             return
-        if request.action == "cancel":  # the cell's error says where it came from
+        if request.action in ("cancel", "stop_query"):  # said where it came from
             message = {**message, "source": "relay"}
         if gateway_relay.enabled():
             try:
