@@ -40,6 +40,10 @@ B_RESULT_CELL = "b_thread.join(120)\nprint('b result:', b_result)"
 TWO_SESSIONS_CELLS = [SETUP_CELL, B_BACKGROUND_CELL, A_LONG_CELL, B_RESULT_CELL]
 
 
+#: The notebook on screen: JupyterLab keeps the other open notebooks' panels, hidden.
+SHOWN = ".jp-NotebookPanel:visible"
+
+
 def open_notebook(
     page: Any, server: LabServer, name: str, cells: list[str], app: str = "lab"
 ) -> None:
@@ -48,7 +52,7 @@ def open_notebook(
     server.write_notebook(name, cells)
     path = f"lab/tree/{name}" if app == "lab" else f"notebooks/{name}"
     page.goto(f"{server.url}/{path}?token={server.token}")
-    page.locator(".jp-Notebook").wait_for(timeout=60_000)
+    page.locator(f"{SHOWN} .jp-Notebook").wait_for(timeout=60_000)
     # JupyterLab may ask which kernel to start: the notebook's own (python3).
     select = page.locator(".jp-Dialog button", has_text="Select")
     try:
@@ -57,7 +61,9 @@ def open_notebook(
     except Exception:  # no dialog: the kernel started by itself
         pass
     # The kernel is ready when the toolbar's status says idle.
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
+        timeout=60_000
+    )
 
 
 def run_all(page: Any) -> None:
@@ -66,7 +72,7 @@ def run_all(page: Any) -> None:
 
 
 def run_cell(page: Any, index: int) -> None:
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell = page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").nth(index)
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
 
@@ -76,13 +82,15 @@ def rerun_after_run_all_stopped(page: Any, index: int) -> None:
     every execute request until it has gone through the queue the error left (its
     stop-on-error window): a request sent in that moment is aborted too, so wait for the
     kernel to be idle and the window to pass."""
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
+        timeout=60_000
+    )
     page.wait_for_timeout(2_000)
     run_cell(page, index)
 
 
 def cell_output(page: Any, index: int) -> Any:
-    return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
+    return page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
 
 
 SIDEBAR = "#jupyter-spark-sessions-sidebar"
