@@ -435,7 +435,8 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
     forgotten = kernel.execute("spark.range(3).count()")
     assert forgotten.error_name == "SessionLostError", forgotten.error_value
     # The server knows no such session; or gRPC's channel, which backed off while the
-    # server was down, has not reconnected yet: either way the session must be made again.
+    # server was down, has not reconnected yet (it may even still find it unreachable, a
+    # loaded machine's CI saw it): either way the session must be made again.
     assert forgotten.error_value in [
         f"Session 'r' is unusable: its Spark Connect server {where} {reason}: run "
         "`%spark_session reconnect r` to make it again with its settings and files."
@@ -443,7 +444,12 @@ def test_a_lost_server_is_one_line_and_reconnect_brings_the_session_back(
             "no longer knows this session (it restarted?)",
             "answers again, but this session's connection to it broke",
         )
-    ], forgotten.error_value
+    ] or (
+        forgotten.error_value.startswith(
+            f"Session 'r' is unusable: its Spark Connect server {where} cannot be reached ("
+        )
+        and forgotten.error_value.endswith(down.error_value.split("): ", 1)[1])
+    ), forgotten.error_value
     # The name is still r's: a new session takes another name.
     kernel.ok(f"%spark_session create r2 --remote {server.url}")
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from jupyter_spark_sessions.board.streaming_queries import (
+    FAILED_READS_GONE,
     HISTORY_POINTS,
     HISTORY_STEP,
     RETAINED_ENDED,
@@ -142,3 +143,44 @@ def test_a_session_stop_asks_for_each_of_its_active_queries_only() -> None:
     queries.started(other, "b", 1)
     assert queries.request_stop_session("a", "cancel") == ["'mine'"]
     assert mine.stop_called.wait(5) and not other.stop_called.is_set()
+
+
+class BrokenQuery(FakeQuery):
+    """A query whose reads fail (``failures`` of them, or all)."""
+
+    def __init__(self, failures: int | None = None) -> None:
+        super().__init__("flaky")
+        self.failures = failures
+
+    @property  # type: ignore[override]
+    def isActive(self) -> bool:
+        if self.failures is None or self.failures > 0:
+            self.failures = None if self.failures is None else self.failures - 1
+            raise ConnectionError("Error while sending or receiving")
+        return True
+
+    @isActive.setter
+    def isActive(self, value: bool) -> None:
+        pass
+
+
+def test_a_failed_read_is_read_again_and_a_driver_gone_for_good_fails_the_query() -> None:
+    queries, hiccup = StreamingQueries(), BrokenQuery(failures=1)
+    queries.started(hiccup, "a", 1)
+    queries.refresh(force=True)  # py4j's clean-up after an Interrupt broke this read
+    assert queries.find("flaky").state == "active"
+    queries.refresh(force=True)
+    assert queries.find("flaky").state == "active"
+
+    queries, gone = StreamingQueries(), BrokenQuery()
+    queries.started(gone, "a", 1)
+    for _ in range(FAILED_READS_GONE):
+        queries.refresh(force=True)
+    (view,) = queries.views()
+    assert view.state == "failed", view
+    assert view.error == (
+        "its Spark driver or server did not answer (Error while sending or receiving)"
+    )
+    # A restart then names it lost with its driver.
+    assert queries.lose(["a"], "lost with its Spark driver") == ["'flaky' of a"]
+    assert queries.find("flaky").error == "lost with its Spark driver"

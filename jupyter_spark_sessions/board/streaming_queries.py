@@ -40,6 +40,9 @@ HISTORY_STEP = 5.0
 HISTORY_POINTS = 60
 #: Seconds between two reads of the active queries' state.
 REFRESH_SECONDS = 1.0
+#: Reads in a row that must fail before a query is taken for gone with its driver: one
+#: can fail while py4j cleans up after an Interrupt (``backends/driver``).
+FAILED_READS_GONE = 3
 
 
 @dataclass
@@ -64,8 +67,9 @@ class QueryRecord:
     process_rate: float | None = None
     batch_ms: int | None = None
     message: str = ""
-    #: Its last read failed: the driver or server is gone (a restart names it lost).
+    #: Its last reads failed: the driver or server is gone (a restart names it lost).
     unreachable: bool = False
+    failed_reads: int = 0  # in a row
     history: collections.deque[tuple[float, float, float]] = field(
         default_factory=lambda: collections.deque(maxlen=HISTORY_POINTS)
     )
@@ -205,7 +209,11 @@ class StreamingQueries:
         for record in active:
             try:
                 _read(record, self._clock())
-            except Exception as exc:  # its session's driver or server went away
+                record.failed_reads = 0
+            except Exception as exc:  # its driver or server went away, or a py4j hiccup
+                record.failed_reads += 1
+                if record.failed_reads < FAILED_READS_GONE:
+                    continue  # a call an Interrupt's clean-up broke: read it again
                 with self._lock:
                     record.state, record.ended_at = "failed", self._clock()
                     record.error = record.error or (

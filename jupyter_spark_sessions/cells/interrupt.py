@@ -56,6 +56,8 @@ class CellInterrupts:
         #: The query whose wait the Interrupt ended and that this cell started: stopped
         #: once the cell ended (``_end_stream_wait``).
         self._stop_after_cell: str | None = None
+        #: The cell whose jobs that Interrupt cancels, once it ended.
+        self._interrupt_after_cell: tuple[str, int] | None = None
 
     def pre_run_cell(self, info: Any) -> None:
         self.errors.cell_started(count_of_cell(self.shell, info))
@@ -69,6 +71,9 @@ class CellInterrupts:
         if self.errors.interrupted_wait is not None:
             driver.drop_interrupted_connection()
         self.errors.ended(result)
+        if self._interrupt_after_cell is not None:
+            cell, self._interrupt_after_cell = self._interrupt_after_cell, None
+            self.board.request_interrupt(*cell)
         if self._stop_after_cell is not None:
             run_id, self._stop_after_cell = self._stop_after_cell, None
             with contextlib.suppress(SparkSessionsError):  # it ended meanwhile
@@ -87,8 +92,9 @@ class CellInterrupts:
         if waited is not None and not self._waiting:
             # No job cancel ends a wait on a streaming query: the Interrupt ends the wait
             # itself (py4j and gRPC close that call's connection), as plain PySpark's.
-            if cell is not None:
-                board.request_interrupt(*cell)
+            # The cell's jobs are cancelled once it ended: py4j's clean-up of the ended
+            # wait breaks every call in flight meanwhile, a cancel's included.
+            self._interrupt_after_cell = cell
             self.errors.interrupted_wait = self._end_stream_wait(waited, cell)
             driver.interrupting_a_call()
             raise KeyboardInterrupt
