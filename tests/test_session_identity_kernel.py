@@ -477,12 +477,14 @@ def test_a_small_job_of_b_is_not_kept_waiting_by_as_big_job(kernel: Kernel) -> N
     kernel.ok(f"_t = time.monotonic()\n_beside = [{b_job}, time.monotonic() - _t]")
     total, beside = kernel.value("_beside")
     assert total == 6
-    assert beside < 3 * alone, f"b's job took {beside:.1f} s beside a's, {alone:.1f} s alone"
+    # About 2x alone when fair; FIFO is about 50 s (12x). 4x leaves room for a loaded
+    # machine (CI saw 3.0x on local-cluster while other modules ran streaming queries).
+    assert beside < 4 * alone, f"b's job took {beside:.1f} s beside a's, {alone:.1f} s alone"
     # The same job started from a thread.
     kernel.ok(f"_t = time.monotonic()\n_start('small', lambda: [{b_job}, time.monotonic() - _t])")
     total, threaded = kernel.value("_join('small')")
     assert total == 6
-    assert threaded < 3 * alone, f"from a thread: {threaded:.1f} s, {alone:.1f} s alone"
+    assert threaded < 4 * alone, f"from a thread: {threaded:.1f} s, {alone:.1f} s alone"
     assert kernel.value("_threads['big'].is_alive()"), "b's jobs waited for a's whole job"
 
 
