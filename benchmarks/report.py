@@ -301,6 +301,25 @@ with the rows fetched.
 """
 
 
+def _streaming_cpu_note(r: dict[str, Any]) -> str:
+    """Why the CPU target was missed, when it was."""
+    run = r["running"]
+    if run["cpu_ratio"] <= r["targets"]["cpu_ratio"]:
+        return ""
+    cpu = run["cpu_per_s_median"]
+    added = cpu["sessions"] - cpu["none"]
+    return f"""Why the CPU target is not met: watching the query costs {added:.3f} CPU seconds a
+second ({added * 100:.1f}% of one core) over plain PySpark's {cpu["none"]:.3f}, whose query
+itself is light. While a query runs the board polls once a second: the status store read
+through py4j, three more py4j calls per query (`isActive`, `lastProgress`, `status`),
+then one comm push and one update of the query's in-cell view. That cost is per poll,
+not per batch (the messages above), so it is the same for a heavier query, where the
+ratio shrinks. Polling every 2 s while only queries run would do that work half as
+often (not done nor measured yet).
+
+"""
+
+
 def _streaming_queries(r: dict[str, Any]) -> str:
     run, stop, targets = r["running"], r["stopping"], r["targets"]
     figures = run["figures"]
@@ -366,9 +385,10 @@ The no-monitor kernel sent {sum(streams)} `stream` messages on IOPub in its wind
 (`stream_samples` in the JSON), which ipykernel forwards to the notebook and this
 project's kernel filters.
 
-A query stopped outside the board (the `q.stop()` cell) shows "stopped" at the board's
-next read of its queries, up to {r["query_poll_interval_s"]:.0f} s later; a stop request
-makes the board read them as soon as `stop()` returns.
+{_streaming_cpu_note(r)}A query stopped outside the board (the `q.stop()` cell) shows
+"stopped" at the board's next read of its queries, up to
+{r["query_poll_interval_s"]:.0f} s later; a stop request makes the board read them as
+soon as `stop()` returns.
 """
 
 

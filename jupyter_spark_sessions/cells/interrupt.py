@@ -16,6 +16,13 @@ raises ``KeyboardInterrupt`` at once, as usual (a cell waiting on a thread it st
 Spark job the Interrupt cancelled ends in that one line too; pure Python code keeps its
 traceback); a second Interrupt always does.
 ``SparkSessionsConfig.interrupt_cancels = "all"`` brings PySpark's behaviour back.
+
+A cell waiting on a streaming query (``awaitTermination``, ``processAllAvailable``,
+``awaitAnyTermination``) has no job a cancel could end: the Interrupt raises
+``KeyboardInterrupt`` in the wait itself, as plain PySpark's does, and the cell ends in
+one line saying what became of the query (stopped if this cell started it, else left
+running: docs/jobs.md). The stop and the cancel of the cell's jobs are asked for once
+the cell ended, after py4j's clean-up of the ended call (``backends/driver``).
 """
 
 from __future__ import annotations
