@@ -2,10 +2,11 @@
 
 ``SparkSessionsApp`` builds the parts and hands each what it needs: the thread tagger,
 the job board and its producer thread (the poller), the kernel's shared SparkContext,
-the Spark Connect endpoints, and the registry of named sessions, which uses all of
-them. ``load_ipython_extension`` (``__init__.py``) hands the cells, the Interrupt, the
-magics and the kernel's channels the parts they use from here, never through the
-registry. ``default_app()`` is the process-wide one the magics use.
+the Spark Connect endpoints (this user's shared Connect server among them), and the
+registry of named sessions, which uses all of them. ``load_ipython_extension``
+(``__init__.py``) hands the cells, the Interrupt, the magics and the kernel's channels
+the parts they use from here, never through the registry. ``default_app()`` is the
+process-wide one the magics use.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .board.snapshot import SessionView
 from .config import SparkSessionsConfig
 from .sessions.registry import SessionRegistry
 from .sessions.thread_tagger import ThreadJobTagger
+from .shared_driver.membership import SharedDriver
 
 
 class SparkSessionsApp:
@@ -37,7 +39,7 @@ class SparkSessionsApp:
         #: The kernel's SparkContext, which every classic session lives on.
         self.context = SharedContext(self.config, on_replaced=self.board.context_replaced)
         #: Where ``--remote`` sessions go, and the local Connect server if one was started.
-        self.endpoints = ConnectEndpoints(self.config)
+        self.endpoints = ConnectEndpoints(self.config, shared=SharedDriver(self.config))
         self.registry = SessionRegistry(
             self.config,
             board=self.board,

@@ -75,6 +75,38 @@ class SparkSessionsConfig(Configurable):
         help="Seconds to wait for the local Spark Connect server to accept connections.",
     ).tag(config=True)
 
+    default_remote = Unicode(
+        "",
+        help="Where `create NAME` makes a session when neither --remote nor --master is "
+        "given: '' for a classic session on this kernel's SparkContext, 'shared' for the "
+        "shared Spark Connect server of this user's notebooks, 'local' or sc://HOST:PORT.",
+    ).tag(config=True)
+
+    shared_driver_master = Unicode(
+        "local[*]",
+        help="Master URL of the shared Spark Connect server (`--remote shared`), started by "
+        "the first notebook that asks for it: any Spark master (spark://, yarn, k8s://).",
+    ).tag(config=True)
+
+    shared_driver_conf = Dict(
+        key_trait=Unicode(),
+        value_trait=Unicode(),
+        default_value={},
+        help="Spark settings for the shared Spark Connect server (`--remote shared`).",
+    ).tag(config=True)
+
+    shared_driver_idle_timeout = Float(
+        600.0,
+        help="Seconds the shared Spark Connect server keeps running with no session on it "
+        "before it stops (it stops at once when every Jupyter server that used it exited).",
+    ).tag(config=True)
+
+    shared_driver_dir = Unicode(
+        "",
+        help="Folder where the notebooks of a user find their shared Spark Connect server "
+        "(default: the user's Jupyter runtime directory).",
+    ).tag(config=True)
+
     connect_retry_seconds = Float(
         5.0,
         help="About how long a Spark Connect call retries an unreachable server before it "

@@ -396,6 +396,8 @@ class ConnectBackend:
         return 0  # a client cannot see the server's executors
 
     def location(self) -> str:
+        if self.endpoint.shared:
+            return f"the shared Spark driver (Spark Connect {self.where()})"
         return f"Spark Connect {self.where()}"
 
     def worker_python(self) -> tuple[bool, str]:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 #: ``--remote local``: a server this project starts (and stops at kernel shutdown).
 LOCAL = "local"
+#: ``--remote shared``: the server shared by this user's notebooks (``shared_driver``).
+SHARED = "shared"
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class Endpoint:
     ui_protected: bool = False
     #: The server is this kernel's (``--remote local``): its workers run on this machine.
     local: bool = False
+    #: The server of this user's notebooks (``--remote shared``).
+    shared: bool = False
 
     @property
     def display(self) -> str:
@@ -44,7 +48,8 @@ def parse_remote(url: str) -> Endpoint:
     parts = urlsplit(url)
     if parts.scheme != "sc" or not parts.hostname:
         raise ConnectError(
-            f"--remote takes sc://HOST:PORT (or 'local' for a server started here), "
+            f"--remote takes sc://HOST:PORT ('local' for a server of this notebook, 'shared' "
+            f"for the one of this user's notebooks), "
             f"not {redact(url)!r}."
         )
     try:

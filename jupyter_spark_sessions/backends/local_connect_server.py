@@ -15,13 +15,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..config import SparkSessionsConfig
 from ..errors import ConnectError
 from ..session_root import open_private
 from . import connect, driver_jar, java_tmpdir, scheduler_pools
-from .connect_endpoint import LOCAL, Endpoint, parse_remote, reachable
+from .connect_endpoint import LOCAL, SHARED, Endpoint, parse_remote, reachable
 from .java_runtime import require_java
 from .jvm_reaper import reap_when_it_exits
 from .local_master import (
@@ -67,8 +67,12 @@ class LocalConnectServer:
         start_timeout: float,
         port: int | None = None,
         token: str | None = None,
+        publishes_ui_secret: bool = False,
     ) -> None:
         self.master = master
+        #: The owner hands the UI's secret to Jupyter servers itself (the shared server's
+        #: record); else it is written beside this kernel's connection file.
+        self._publishes_ui_secret = publishes_ui_secret
         self._port = port  # None: a free one at each start
         scratch = str(log_dir / ".connect-scratch")
         self._java_tmp_dir = log_dir / ".connect-java-tmp"
@@ -83,6 +87,8 @@ class LocalConnectServer:
         self._token = token or secrets.token_hex(24)
         self._process: subprocess.Popen[bytes] | None = None
         self.endpoint: Endpoint | None = None
+        #: The secret its UI wants (``UiSecretFilter``): "" when the UI is not filtered.
+        self.ui_secret = ""
 
     @property
     def schedules_fair(self) -> bool:
@@ -108,7 +114,10 @@ class LocalConnectServer:
             conf["spark.ui.port"] = str(ui_port)
             ui_url = f"http://127.0.0.1:{ui_port}"
         # Its UI answers only this kernel's Jupyter server, as a classic context's does.
-        protection = ui_protection(self.master, conf, str(driver_jar.JAR)) if ui_url else {}
+        protection = {}
+        if ui_url:
+            jar = str(driver_jar.JAR)
+            protection = ui_protection(self.master, conf, jar, self._publishes_ui_secret)
         secret = protection.pop(UI_SECRET_CONF, "")
         conf.update(protection)
         command = [os.path.join(spark_home, "bin", "spark-submit"), "--class", _SERVER_CLASS]
@@ -166,8 +175,9 @@ class LocalConnectServer:
                     f"{self._start_timeout:.0f} s (log: {self._log_path})."
                 )
             time.sleep(0.2)
-        if secret:  # the UI is up before the gRPC port: its Jupyter server may read it now
-            write_ui_secret(ui_url, secret)
+        if secret and not self._publishes_ui_secret:
+            write_ui_secret(ui_url, secret)  # the UI is up before the gRPC port: readable now
+        self.ui_secret = secret
         self.endpoint = endpoint
         return endpoint
 
@@ -233,18 +243,37 @@ def _last_line(path: Path) -> str:
     return (errors or lines or ["(empty log)"])[-1].strip()[:300]
 
 
-class ConnectEndpoints:
-    """Where ``--remote`` sessions go, and making them there: the server a URL names, or
-    for ``local`` the server this kernel starts (on first use, and again if it died: on
-    another port)."""
+class SharedServer(Protocol):
+    """The shared server of this user's notebooks (``shared_driver.membership``)."""
 
-    def __init__(self, config: SparkSessionsConfig) -> None:
+    def endpoint(self, progress: Callable[[str], None]) -> Endpoint: ...
+
+    def pool_name(self, session: str) -> str: ...
+
+    def hold(self, name: str, session_id: str, user_id: str, pool: str) -> None: ...
+
+    def drop(self, name: str, session_id: str) -> None: ...
+
+    def leave(self) -> None: ...
+
+
+class ConnectEndpoints:
+    """Where ``--remote`` sessions go, and making them there: the server a URL names,
+    for ``local`` the server this kernel starts (on first use, and again if it died: on
+    another port), for ``shared`` the server of this user's notebooks."""
+
+    def __init__(self, config: SparkSessionsConfig, shared: SharedServer | None = None) -> None:
         self.config = config
         self._lock = threading.Lock()
         self._local: LocalConnectServer | None = None
+        self.shared = shared
 
-    def resolve(self, remote: str) -> Endpoint:
+    def resolve(self, remote: str, progress: Callable[[str], None] = print) -> Endpoint:
         """The endpoint of ``--remote REMOTE`` (ConnectError when it is not one)."""
+        if remote == SHARED:
+            if self.shared is None:
+                raise ConnectError("No shared Spark driver is configured in this process.")
+            return self.shared.endpoint(progress)
         if remote != LOCAL:
             return parse_remote(remote)
         with self._lock:
@@ -263,24 +292,45 @@ class ConnectEndpoints:
             return endpoint
 
     def create_session(
-        self, remote: str, name: str, settings: Mapping[str, str]
+        self,
+        remote: str,
+        name: str,
+        settings: Mapping[str, str],
+        progress: Callable[[str], None] = print,
     ) -> connect.ConnectBackend:
         """A new Connect session ``name`` on the server ``--remote REMOTE`` names. On
-        the local server (FAIR by default) it runs its jobs in a pool of its own, named
-        after it (Spark makes it on first use, with weight 1), unless ``settings`` name
-        one; a remote server's scheduling is its owner's."""
-        endpoint = self.resolve(remote)
+        the local and the shared server (FAIR by default) it runs its jobs in a pool of
+        its own, named after it (Spark makes it on first use, with weight 1), unless
+        ``settings`` name one; a remote server's scheduling is its owner's."""
+        endpoint = self.resolve(remote, progress)
         server = self._local
-        own_pool = remote == LOCAL and server is not None and server.schedules_fair
+        own_pool = ""
+        if remote == LOCAL and server is not None and server.schedules_fair:
+            own_pool = name
+        elif remote == SHARED and self.shared is not None:
+            own_pool = self.shared.pool_name(name)
         if own_pool and scheduler_pools.POOL not in settings:
-            settings = {**settings, scheduler_pools.POOL: name}
-        return connect.create(
+            settings = {**settings, scheduler_pools.POOL: own_pool}
+        backend = connect.create(
             endpoint,
             name,
             settings,
             self.config.connect_retry_seconds,
             self.config.idle_poll_interval,
         )
+        if remote == SHARED and self.shared is not None:
+            session = backend.session
+            pool = str(settings.get(scheduler_pools.POOL, ""))
+            self.shared.hold(
+                name, connect.session_id(session), connect.client_user_id(session), pool
+            )
+        return backend
+
+    def released(self, name: str, session_id: str) -> None:
+        """Session ``name`` (``session_id``) was released: the shared server no longer
+        holds it for us."""
+        if self.shared is not None:
+            self.shared.drop(name, session_id)
 
     @property
     def local_server(self) -> LocalConnectServer | None:
@@ -288,7 +338,10 @@ class ConnectEndpoints:
         return self._local
 
     def stop_local_server(self, timeout: float) -> None:
-        """Kernel shutdown: stop the local server, if one was started."""
+        """Kernel shutdown: stop the local server, if one was started, and leave the
+        shared one (this kernel's sessions there were released already)."""
         server, self._local = self._local, None
         if server is not None:
             server.stop(timeout=timeout)
+        if self.shared is not None:
+            self.shared.leave()

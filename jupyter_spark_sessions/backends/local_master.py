@@ -102,12 +102,17 @@ UI_SECRET_HEADER = "X-Jss-Ui-Secret"
 UI_SECRET_FILE = "jss-spark-ui-{port}.json"
 
 
-def ui_protection(master: str, conf: Mapping[str, str], jar: str) -> dict[str, str]:
+def ui_protection(
+    master: str, conf: Mapping[str, str], jar: str, secret_published: bool = False
+) -> dict[str, str]:
     """Settings that make the UI of a context started on a local master refuse every
     request without a new random secret (``UiSecretFilter``); nothing when the user set
     ``spark.ui.filters`` (theirs win), turned the UI off, the master is not local, or no
-    Jupyter server can learn the secret (not in a kernel with a connection file)."""
-    if not is_local_master(master) or "spark.ui.filters" in conf or connection_file() is None:
+    Jupyter server can learn the secret (not in a kernel with a connection file, unless
+    the caller publishes it: ``secret_published``)."""
+    if not is_local_master(master) or "spark.ui.filters" in conf:
+        return {}
+    if not secret_published and connection_file() is None:
         return {}
     if conf.get("spark.ui.enabled", "true").strip().lower() == "false":
         return {}

@@ -130,8 +130,9 @@ def _build_parser() -> tuple[MagicArgumentParser, dict[str, argparse.ArgumentPar
     create.add_argument(
         "--remote",
         metavar="URL",
-        help="A Spark Connect session instead: sc://HOST:PORT, or 'local' for a local "
-        "Connect server this kernel starts (once) and stops at shutdown.",
+        help="A Spark Connect session instead: sc://HOST:PORT, 'local' for a local "
+        "Connect server this kernel starts (once) and stops at shutdown, or 'shared' for "
+        "the one server of this user's notebooks (started by the first that asks).",
     )
 
     adopt = add(

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..backends.local_master import UI_SECRET_FILE
 from ..session_root import remove_dead_kernel_folders
-from .spark_ui_route import read_private_json
+from ..shared_driver.rendezvous import read_private_json
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ the kernel writes the port and the secret to ``jss-spark-ui-<port>.json`` (mode 
 beside its connection file (``backends/local_master.py``). This route, authenticated
 and authorized like the server's kernel API, forwards to ``127.0.0.1:<port>`` with
 jupyter-server-proxy's own proxy handler, adding the secret when the file belongs to
-one of this server's live kernels. Another user's server has no such file, so its
+one of this server's live kernels (or names the UI of this user's shared Connect
+server: ``shared_driver``). Another user's server has no such file, so its
 ``/proxy/<port>/`` (and a direct ``curl``) get the filter's 403. A port without a
 secret (a context the user started, ``adopt``) is forwarded without one, as
 jupyter-server-proxy's ``/proxy/<port>/`` would.
@@ -23,9 +24,6 @@ broke the Environment, Executors and SQL tabs under jupyter-server-proxy.
 from __future__ import annotations
 
 import inspect
-import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from jupyter_server_proxy.handlers import LocalProxyHandler  # type: ignore[impo
 from tornado import web
 
 from ..backends.local_master import UI_SECRET_FILE, UI_SECRET_HEADER
+from ..shared_driver.rendezvous import Rendezvous, base_dir, read_private_json
 
 #: Under the server's base URL.
 ROUTE_PREFIX = "spark-sessions/ui"
@@ -104,25 +103,16 @@ def kernel_ui_secret(kernel_manager: Any, port: int) -> str | None:
             return secret if isinstance(secret, str) and secret else None
         if not (folder / str(record.get("connection_file", ""))).exists():
             path.unlink(missing_ok=True)  # its kernel is gone
-    return None
+    return shared_driver_ui_secret(port)
 
 
-def read_private_json(path: Path) -> dict[str, Any] | None:
-    """The JSON of ``path`` if it is a regular file of this user that no one else can
-    read or write; None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+def shared_driver_ui_secret(port: int) -> str | None:
+    """The secret of the UI on ``port`` when it is the UI of this user's shared Spark
+    Connect server (its record: ``shared_driver/rendezvous.py``)."""
+    record = Rendezvous(base_dir()).read()
+    if record is None or record.ui_port != port or not record.keeper.alive():
         return None
-    with os.fdopen(fd) as opened:
-        info = os.fstat(opened.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-            return None
-        try:
-            record = json.load(opened)
-        except ValueError:
-            return None
-    return record if isinstance(record, dict) else None
+    return record.ui_secret or None
 
 
 def load_handlers(server_app: Any) -> None:

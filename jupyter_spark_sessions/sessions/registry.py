@@ -266,6 +266,8 @@ class SessionRegistry:
         ``packages``, its UDFs run in a Python environment of their own (built, with
         ``progress`` lines, unless cached: ``sessions/python_envs``)."""
         check_session_name(name)
+        if remote is None and master is None and self.config.default_remote:
+            remote = self.config.default_remote
         if remote is not None and master is not None:
             raise ConnectError(
                 "--master and --remote do not go together: a Connect server has its own "
@@ -278,7 +280,7 @@ class SessionRegistry:
             env = self._env_cache().get_or_build(packages, progress) if packages else None
             backend: SessionBackend
             if remote is not None:
-                backend = self.connect_endpoints.create_session(remote, name, settings)
+                backend = self.connect_endpoints.create_session(remote, name, settings, progress)
             else:
                 backend = self.context.create_session(name, settings, master, share)
             managed = self.register(name, backend, "created", isolated=True)
@@ -561,6 +563,7 @@ class SessionRegistry:
             release.finish()
         finally:
             self.board.released(managed.name)
+            self.connect_endpoints.released(managed.name, managed.backend.session_id)
 
     def shutdown(self) -> None:
         """Kernel shutdown: release every created session, unregister adopted ones, and

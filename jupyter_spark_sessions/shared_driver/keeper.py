@@ -1,0 +1,198 @@
+"""The owner of a user's shared Spark Connect server: a small process that starts the
+server as its child, and alone decides when it stops.
+
+    python -m jupyter_spark_sessions.shared_driver.keeper --dir DIR --id ID ...
+
+The first kernel that asks for ``--remote shared`` starts it, detached (it outlives
+that kernel). Every second it looks at the leases of its kernels (``rendezvous``):
+
+- a kernel that is gone (shut down, restarted, killed) has its sessions released on
+  the server (``ReleaseSession``: their operations, files and views go);
+- it stops the server when no kernel has a session there and either every Jupyter
+  server (or nbclient, papermill ...) whose kernels used it has exited, or no session
+  was there for ``--idle-timeout`` seconds. It first removes the server's record under
+  the rendezvous' lock: a notebook that arrives then starts a new server, and never
+  joins the dying one. SIGTERM stops it too.
+
+Running outside every Jupyter server, it serves kernels of nbclient or papermill the
+same way. Its log and the server's are in the server's folder of the rendezvous.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..backends.local_connect_server import LocalConnectServer
+from .rendezvous import FAILED, RUNNING, Lease, Process, Rendezvous, ServerRecord
+
+log = logging.getLogger("jupyter_spark_sessions.shared_driver")
+
+#: Seconds between two looks at the leases (the bound on releasing a killed kernel's
+#: sessions, said in docs/connect.md).
+CHECK_INTERVAL = 1.0
+
+
+class Keeper:
+    """Runs one shared server until nothing needs it."""
+
+    def __init__(
+        self,
+        rendezvous: Rendezvous,
+        record: ServerRecord,
+        conf: dict[str, str],
+        idle_timeout: float,
+        start_timeout: float,
+    ) -> None:
+        self.rendezvous = rendezvous
+        self.record = record
+        self.idle_timeout = idle_timeout
+        self.server = LocalConnectServer(
+            record.master,
+            conf,
+            rendezvous.server_folder(record),
+            start_timeout,
+            publishes_ui_secret=True,  # in the record, read by the user's Jupyter servers
+        )
+        self._stop = threading.Event()
+        self._parents: set[Process] = set()  # Jupyter servers whose kernels came
+        self._last_used = time.monotonic()
+
+    def run(self) -> int:
+        try:
+            endpoint = self.server.start()
+        except Exception as exc:  # the waiting kernels read why, in one line
+            with self.rendezvous.locked():
+                current = self.rendezvous.read()
+                if current is not None and current.id == self.record.id:
+                    current.state, current.error = FAILED, str(exc).splitlines()[0]
+                    self.rendezvous.write(current)
+            log.error("The shared Spark Connect server did not start: %s", exc)
+            return 1
+        with self.rendezvous.locked():
+            current = self.rendezvous.read()
+            if current is None or current.id != self.record.id:
+                self.server.stop()  # replaced while starting: not ours to run
+                return 0
+            record = self.record
+            record.state, record.url, record.port = RUNNING, endpoint.url, endpoint.port
+            record.ui_port = _port_of(endpoint.ui_url)
+            record.ui_secret = self.server.ui_secret
+            record.server_pid = self.server.pid or 0
+            record.started_at = current.started_at
+            self.rendezvous.write(record)
+        log.info("Shared Spark Connect server %s runs on port %s", record.id, record.port)
+        crashed = False
+        try:
+            while not self._stop.wait(CHECK_INTERVAL):
+                if not self.server.alive:
+                    log.error("The shared Spark Connect server exited.")
+                    crashed = True
+                    with self.rendezvous.locked():
+                        self.rendezvous.remove_if(record.id)
+                    break
+                if self.check_leases():
+                    break
+        finally:
+            with self.rendezvous.locked():
+                self.rendezvous.remove_if(record.id)  # newcomers start a new server
+            self.server.stop()
+            log.info("Shared Spark Connect server %s stopped.", record.id)
+            if not crashed:  # else its logs stay (for a day) to tell why
+                shutil.rmtree(self.rendezvous.server_folder(record), ignore_errors=True)
+        return 0
+
+    def check_leases(self) -> bool:
+        """Release the sessions of kernels that are gone; True when the server is to stop
+        (its record then already removed)."""
+        gone: list[Lease] = []
+        with self.rendezvous.locked():
+            in_use = False
+            now = time.time()
+            for lease in self.rendezvous.leases(self.record):
+                if not lease.kernel.alive():
+                    gone.append(lease)
+                    self.rendezvous.remove_lease(self.record, lease.kernel.pid)
+                    continue
+                self._parents.add(lease.parent)
+                if lease.sessions or lease.joining_until > now:
+                    in_use = True
+            if in_use:
+                self._last_used = time.monotonic()
+            else:
+                idle = time.monotonic() - self._last_used > self.idle_timeout
+                parents_gone = bool(self._parents) and not any(
+                    parent.alive() for parent in self._parents
+                )
+                if idle or parents_gone:
+                    why = "no session for the idle time" if idle else "its Jupyter servers exited"
+                    log.info("Stopping the shared server: %s.", why)
+                    self.rendezvous.remove_if(self.record.id)
+                    return True
+        if gone:
+            self.release([s for lease in gone for s in lease.sessions.values()])
+        return False
+
+    def release(self, sessions: Iterable[dict[str, str]]) -> None:
+        """Release sessions of a kernel that is gone (best effort: its operations are
+        interrupted and its state dropped by the server)."""
+        from pyspark.sql.connect.client import SparkConnectClient
+
+        for session in sessions:
+            url = (
+                f"{self.record.url};session_id={session['session_id']}"
+                f";user_id={session.get('user_id', '')}"
+            )
+            try:
+                client = SparkConnectClient(connection=url)
+                client.release_session()
+                client.close()
+                log.info("Released session %s of a kernel that is gone.", session["session_id"])
+            except Exception as exc:  # the server may be going too
+                log.warning("Could not release session %s: %s", session["session_id"], exc)
+
+    def request_stop(self, *_: object) -> None:
+        self._stop.set()
+
+
+def _port_of(url: str) -> int:
+    from urllib.parse import urlsplit
+
+    return (urlsplit(url).port or 0) if url else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--dir", required=True, help="the rendezvous folder")
+    parser.add_argument("--id", required=True, help="the server's id in its record")
+    parser.add_argument("--conf", default="{}", help="Spark settings (JSON object)")
+    parser.add_argument("--idle-timeout", type=float, default=600.0)
+    parser.add_argument("--start-timeout", type=float, default=120.0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
+    )
+    rendezvous = Rendezvous(Path(args.dir))
+    with rendezvous.locked():
+        record = rendezvous.read()
+    if record is None or record.id != args.id:
+        log.error("No shared server %s to start in %s.", args.id, args.dir)
+        return 1
+    keeper = Keeper(
+        rendezvous, record, json.loads(args.conf), args.idle_timeout, args.start_timeout
+    )
+    signal.signal(signal.SIGTERM, keeper.request_stop)
+    signal.signal(signal.SIGINT, keeper.request_stop)
+    return keeper.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""A kernel's side of the shared Spark Connect server (``--remote shared``): join the
+server of this user, or start it when none runs (waiting only for that start), and
+keep a lease that names this kernel's sessions there, so that its keeper knows what to
+release when the kernel is gone and when nothing needs the server any more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..backends.connect_endpoint import Endpoint
+from ..backends.java_runtime import require_java
+from ..backends.jvm_reaper import reap_when_it_exits
+from ..config import SparkSessionsConfig
+from ..errors import ConnectError
+from ..session_root import open_private
+from .rendezvous import (
+    FAILED,
+    FOLDER,
+    RUNNING,
+    STARTING,
+    Lease,
+    Process,
+    Rendezvous,
+    ServerRecord,
+    base_dir,
+    new_id,
+)
+
+#: Seconds a kernel that joined holds the server while it makes its first session.
+JOINING_HOLD = 120.0
+#: Seconds the folder of a server that failed or was killed is kept (its logs).
+KEPT_LOGS = 24 * 3600.0
+#: Environment a kernel must not hand its keeper (PySpark's per-process Connect switch).
+_NOT_INHERITED = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+
+
+class SharedDriver:
+    """This kernel's membership of its user's shared Spark Connect server."""
+
+    def __init__(self, config: SparkSessionsConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._record: ServerRecord | None = None
+        self._sessions: dict[str, dict[str, str]] = {}
+        self._kernel = Process.of(os.getpid())
+        self._parent = Process.of(os.getppid())
+
+    @property
+    def rendezvous(self) -> Rendezvous:
+        return Rendezvous(base_dir(self.config.shared_driver_dir))
+
+    @property
+    def record(self) -> ServerRecord | None:
+        """The server this kernel joined last, if any."""
+        return self._record
+
+    def pool_name(self, session: str) -> str:
+        """A scheduler pool of its own for ``session`` of this kernel (names are the
+        server's, across every notebook)."""
+        return f"{session}@{kernel_key()}"
+
+    def endpoint(self, progress: Callable[[str], None]) -> Endpoint:
+        """The shared server: joined, or started by this kernel when none runs (or the
+        one that runs is stopping). Blocks only while a server starts."""
+        rendezvous = self.rendezvous
+        deadline = time.monotonic() + self.config.connect_start_timeout + 30
+        started_here = waited = False
+        began = time.monotonic()
+        while True:
+            with rendezvous.locked():
+                record = rendezvous.read()
+                if record is None or not record.keeper.alive():
+                    if record is not None and record.state == FAILED and started_here:
+                        raise ConnectError(_failed_line(rendezvous, record))
+                    record = self._start(rendezvous)
+                    started_here = True
+                    progress(
+                        f"Starting the shared Spark driver ({record.master}) for this "
+                        "user's notebooks; the first start takes 10-20 s ..."
+                    )
+                if record.state == RUNNING:
+                    self._record = record
+                    self._write_lease(rendezvous, record, joining=True)
+                    if started_here or waited:
+                        progress(f"Shared Spark driver ready ({time.monotonic() - began:.0f} s).")
+                    return endpoint_of(record)
+                if record.state == FAILED:
+                    raise ConnectError(_failed_line(rendezvous, record))
+            if not started_here and not waited:
+                progress("Waiting for the shared Spark driver (another notebook starts it) ...")
+            waited = True
+            if time.monotonic() > deadline:
+                raise ConnectError(
+                    "The shared Spark driver did not start in time (log: "
+                    f"{rendezvous.server_folder(record) / 'connect-server.log'})."
+                )
+            time.sleep(0.2)
+
+    def _start(self, rendezvous: Rendezvous) -> ServerRecord:
+        """Start a keeper (and through it a server); called under the lock."""
+        require_java()
+        for old in rendezvous.folder.glob(FOLDER.format(id="*")):
+            # A server that failed or was killed keeps its folder (its logs) for a day.
+            if time.time() - old.stat().st_mtime > KEPT_LOGS:
+                shutil.rmtree(old, ignore_errors=True)
+        record = ServerRecord(
+            id=new_id(),
+            keeper=Process(0, 0.0),
+            state=STARTING,
+            master=self.config.shared_driver_master,
+            started_at=time.time(),
+        )
+        folder = rendezvous.server_folder(record)
+        folder.mkdir(mode=0o700)
+        command = [
+            sys.executable,
+            "-m",
+            "jupyter_spark_sessions.shared_driver.keeper",
+            "--dir",
+            str(rendezvous.folder),
+            "--id",
+            record.id,
+            "--conf",
+            json.dumps(dict(self.config.shared_driver_conf)),
+            "--idle-timeout",
+            str(self.config.shared_driver_idle_timeout),
+            "--start-timeout",
+            str(self.config.connect_start_timeout),
+        ]
+        env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+        with open_private(folder / "keeper.log") as log_file:
+            keeper = subprocess.Popen(
+                command,
+                env=env,
+                cwd=folder,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # outlives this kernel and its Interrupts
+            )
+        reap_when_it_exits(keeper)
+        record.keeper = Process.of(keeper.pid)
+        rendezvous.write(record)
+        return record
+
+    # -- the lease -------------------------------------------------------------------------
+
+    def hold(self, name: str, session_id: str, user_id: str, pool: str) -> None:
+        """Session ``name`` of this kernel now lives on the shared server."""
+        with self._lock:
+            self._sessions[name] = {"session_id": session_id, "user_id": user_id, "pool": pool}
+            self._update()
+
+    def drop(self, name: str, session_id: str) -> None:
+        """Session ``name`` (``session_id``) was released: no longer held (a session of
+        the same name made since stays)."""
+        with self._lock:
+            held = self._sessions.get(name)
+            if held is not None and held["session_id"] == session_id:
+                del self._sessions[name]
+                self._update()
+
+    def leave(self) -> None:
+        """Kernel shutdown, once its sessions were released: give up the lease."""
+        with self._lock:
+            record, self._record = self._record, None
+            self._sessions.clear()
+            if record is not None:
+                rendezvous = self.rendezvous
+                with rendezvous.locked():
+                    rendezvous.remove_lease(record, self._kernel.pid)
+
+    def _update(self) -> None:
+        if self._record is not None:
+            rendezvous = self.rendezvous
+            with rendezvous.locked():
+                self._write_lease(rendezvous, self._record, joining=False)
+
+    def _write_lease(self, rendezvous: Rendezvous, record: ServerRecord, joining: bool) -> None:
+        lease = Lease(
+            kernel=self._kernel,
+            parent=self._parent,
+            kernel_id=kernel_id(),
+            notebook=os.environ.get("JPY_SESSION_NAME", ""),
+            sessions=dict(self._sessions),
+            joining_until=time.time() + JOINING_HOLD if joining else 0.0,
+        )
+        rendezvous.write_lease(record, lease)
+
+
+def endpoint_of(record: ServerRecord) -> Endpoint:
+    """Where a running shared server listens (its URL carries the token)."""
+    return Endpoint(
+        record.url,
+        "localhost",
+        record.port,
+        ui_url=f"http://127.0.0.1:{record.ui_port}" if record.ui_port else "",
+        ui_protected=bool(record.ui_secret),
+        local=record.master.startswith("local"),
+        shared=True,
+    )
+
+
+def kernel_id() -> str:
+    """This kernel's id, from its connection file's name ("" outside a Jupyter kernel)."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        stem = Path(get_connection_file()).stem
+    except Exception:
+        return ""
+    return stem[len("kernel-") :] if stem.startswith("kernel-") else stem
+
+
+def kernel_key() -> str:
+    """A short name of this kernel, unique on the machine while it runs."""
+    return (kernel_id() or str(os.getpid()))[:8]
+
+
+def _failed_line(rendezvous: Rendezvous, record: ServerRecord) -> str:
+    log = rendezvous.server_folder(record) / "connect-server.log"
+    return f"The shared Spark driver did not start: {record.error} (log: {log})."

@@ -1,0 +1,243 @@
+"""Many notebooks, one driver (issue 38), through a real Jupyter server and two real
+kernels it starts for two notebooks: both ``create --remote shared`` and one Spark JVM
+(the shared Connect server's) runs for both; their same-name files differ; a's busy
+pool does not starve b's small job; the rendezvous files are private and a client
+without the token is refused; kill -9 of the first kernel releases its session while
+the second keeps working; the Jupyter server's shutdown leaves no Java process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psutil
+import pytest
+from e2e.waiting import stop_process, wait_until
+from test_spark_ui_proxy import JupyterServer
+
+from jupyter_spark_sessions.shared_driver.rendezvous import LOCK, RECORD, Rendezvous, ServerRecord
+from kernel_driver import Kernel
+
+pytestmark = [pytest.mark.spark, pytest.mark.kernel]
+
+#: Two slots on the shared server, as on the suite's machine.
+CONFIG = (
+    "c.SparkSessionsConfig.shared_driver_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.shared_driver_idle_timeout = 120.0\n"
+)
+
+SESSION = "__import__('jupyter_spark_sessions').default_registry().session('{}')"
+
+SLEEPY_UDF = """%%spark_session {}
+from pyspark.sql.functions import udf
+import threading, time
+
+@udf('long')
+def _sleepy(x):
+    import time
+    time.sleep(0.5)
+    return x
+"""
+
+
+@dataclass
+class Notebooks:
+    server: JupyterServer
+    one: Kernel
+    two: Kernel
+    one_id: str
+    two_id: str
+
+    @property
+    def rendezvous(self) -> Rendezvous:
+        return Rendezvous(self.server.runtime_dir)
+
+    def record(self) -> ServerRecord:
+        record = self.rendezvous.read()
+        assert record is not None, "no shared server record"
+        return record
+
+
+def _open_notebook(server: JupyterServer, path: str) -> tuple[str, Kernel]:
+    session = server.api(
+        "POST", "api/sessions", {"path": path, "type": "notebook", "kernel": {"name": "python3"}}
+    )
+    kernel_id = session["kernel"]["id"]
+    connection_file = server.runtime_dir / f"kernel-{kernel_id}.json"
+    wait_until(connection_file.exists, 60, 0.1)
+    kernel = Kernel.attach(str(connection_file))
+    kernel.ok("%load_ext jupyter_spark_sessions")
+    return kernel_id, kernel
+
+
+@pytest.fixture(scope="module")
+def notebooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Notebooks]:
+    base = tmp_path_factory.mktemp("shared-driver")
+    server = JupyterServer(base)
+    (base / "ipython" / "profile_default" / "ipython_config.py").write_text(CONFIG)
+    kernels: list[Kernel] = []
+    try:
+        one_id, one = _open_notebook(server, "one.ipynb")
+        kernels.append(one)
+        two_id, two = _open_notebook(server, "two.ipynb")
+        kernels.append(two)
+        yield Notebooks(server, one, two, one_id, two_id)
+    finally:
+        for kernel in kernels:
+            kernel.close()
+        record = Rendezvous(server.runtime_dir).read()
+        if server.process.poll() is None:
+            server.stop()
+        if record is not None:  # never leave a server behind, whatever failed
+            for pid in (record.server_pid, record.keeper.pid):
+                if pid and psutil.pid_exists(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _pid(kernel: Kernel) -> int:
+    return int(kernel.value("__import__('os').getpid()"))
+
+
+def _java_descendants(pid: int) -> list[psutil.Process]:
+    return [p for p in psutil.Process(pid).children(recursive=True) if p.name() == "java"]
+
+
+def test_two_notebooks_share_one_spark_jvm(notebooks: Notebooks) -> None:
+    out = notebooks.one.ok("%spark_session create a --remote shared").stdout
+    assert "Starting the shared Spark driver (local[2])" in out, out
+    assert "Created session 'a' on the shared Spark driver (Spark Connect sc://localhost:" in out
+    out = notebooks.two.ok("%spark_session create b --remote shared").stdout
+    assert "Starting" not in out, out  # joined, not started again
+    for kernel, name in ((notebooks.one, "a"), (notebooks.two, "b")):
+        assert kernel.value(f"{SESSION.format(name)}.range(10).count()") == 10
+    record = notebooks.record()
+    assert record.state == "running" and record.keeper.alive()
+    # One JVM: the keeper's server; neither kernel started one of its own.
+    assert [p.pid for p in _java_descendants(record.keeper.pid)] == [record.server_pid]
+    # (The keeper is the first kernel's child, detached: its JVM counts once.)
+    for kernel in (notebooks.one, notebooks.two):
+        assert {p.pid for p in _java_descendants(_pid(kernel))} <= {record.server_pid}
+    leases = {lease.notebook: lease for lease in notebooks.rendezvous.leases(record)}
+    assert set(leases) == {"one.ipynb", "two.ipynb"}, leases
+    assert set(leases["one.ipynb"].sessions) == {"a"}
+    assert leases["one.ipynb"].kernel_id == notebooks.one_id
+    # Each notebook's session in a pool of its own on the server.
+    pools = {lease.sessions[name]["pool"] for lease in leases.values() for name in lease.sessions}
+    assert len(pools) == 2, pools
+
+
+def test_the_rendezvous_files_are_private_and_the_token_is_needed(notebooks: Notebooks) -> None:
+    record = notebooks.record()
+    folder = notebooks.rendezvous.server_folder(record)
+    for path in (notebooks.server.runtime_dir / RECORD, notebooks.server.runtime_dir / LOCK):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for lease in (folder / "leases").iterdir():
+        assert stat.S_IMODE(lease.stat().st_mode) == 0o600, lease
+    assert "token=" in record.url
+    # The token is not on any command line (every local user can read those).
+    token = record.url.split("token=", 1)[1]
+    for process in psutil.process_iter(["cmdline"]):
+        assert token not in " ".join(process.info["cmdline"] or [])
+    # A client without the token is refused.
+    from pyspark.sql.connect.client import SparkConnectClient
+
+    client = SparkConnectClient(connection=f"sc://localhost:{record.port}")
+    with pytest.raises(Exception) as refused:
+        client.get_configs("spark.app.name")
+    client.close()
+    assert "UNAUTHENTICATED" in str(refused.value) or "token" in str(refused.value).lower()
+    # The server listens on loopback only.
+    listening = {
+        c.laddr.ip
+        for c in psutil.Process(record.server_pid).net_connections("inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == record.port
+    }
+    assert listening and listening <= {"127.0.0.1", "::1", "::ffff:127.0.0.1"}, listening
+
+
+def test_same_name_files_differ_per_notebook(notebooks: Notebooks, tmp_path) -> None:
+    for kernel, name, text in ((notebooks.one, "a", "from one"), (notebooks.two, "b", "from two")):
+        source = tmp_path / name / "lookup.csv"
+        source.parent.mkdir()
+        source.write_text(text)
+        kernel.ok(f"%spark_session add_file {name} {source}")
+    read = (
+        "%%spark_session {}\n"
+        "from pyspark.sql.functions import udf\n"
+        "print(spark.range(1).select(udf(lambda x: open('lookup.csv').read(), 'string')('id'))"
+        ".first()[0])"
+    )
+    assert notebooks.one.ok(read.format("a")).stdout.strip() == "from one"
+    assert notebooks.two.ok(read.format("b")).stdout.strip() == "from two"
+    # Temp views stay in their notebook's session too.
+    notebooks.one.ok(f"{SESSION.format('a')}.sql('CREATE TEMP VIEW only_a AS SELECT 1')")
+    missing = notebooks.two.execute(f"{SESSION.format('b')}.table('only_a').count()")
+    assert missing.status == "error" and "only_a" in missing.error_value
+
+
+def test_a_busy_notebook_does_not_starve_the_others_small_job(notebooks: Notebooks) -> None:
+    small = "%%spark_session b\nspark.range(0, 4, 1, 4).select(_sleepy('id')).collect()"
+    notebooks.two.ok(SLEEPY_UDF.format("b"))
+    notebooks.one.ok(SLEEPY_UDF.format("a"))
+    notebooks.two.ok(small)  # warm: the server's Python workers for b
+    started = time.monotonic()
+    notebooks.two.ok(small)
+    alone = time.monotonic() - started
+    # a: 200 half-second tasks (50 s on 2 slots, FIFO would hold b for all of it).
+    notebooks.one.ok(
+        "%%spark_session a\n"
+        "_outcome = {}\n"
+        "_big = spark.range(0, 200, 1, 200).select(_sleepy('id'))\n"
+        "_run = lambda: _outcome.update(n=len(_big.collect()))\n"
+        "threading.Thread(target=_run, daemon=True).start()\n"
+        "time.sleep(3)"
+    )
+    started = time.monotonic()
+    notebooks.two.ok(small)
+    beside = time.monotonic() - started
+    assert notebooks.one.value("_outcome") == {}, "a's job ended before b's ran beside it"
+    notebooks.one.ok("%spark_session cancel --session a")
+    # Fair is about 2x alone (one of two slots), FIFO tens of times.
+    assert beside < 4 * alone + 1.0, f"b alone {alone:.2f} s, beside a {beside:.2f} s"
+
+
+def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
+    notebooks: Notebooks,
+) -> None:
+    record = notebooks.record()
+    lease = next(
+        lease for lease in notebooks.rendezvous.leases(record) if lease.notebook == "one.ipynb"
+    )
+    session_id = lease.sessions["a"]["session_id"]
+    os.kill(_pid(notebooks.one), signal.SIGKILL)
+    lease_path = notebooks.rendezvous.lease_path(record, lease.kernel.pid)
+    wait_until(lambda: not lease_path.exists(), 15, 0.2)
+    log = notebooks.rendezvous.server_folder(record) / "keeper.log"
+    wait_until(lambda: f"Released session {session_id}" in log.read_text(), 15, 0.2)
+    # The server no longer knows the session.
+    from pyspark.sql.connect.client import SparkConnectClient
+
+    client = SparkConnectClient(connection=f"{record.url};session_id={session_id}")
+    with pytest.raises(Exception) as closed:
+        client.get_configs("spark.app.name")
+    client.close()
+    assert "SESSION_CLOSED" in str(closed.value), str(closed.value)[:300]
+    # The other notebook's session works on, on the same server.
+    assert notebooks.two.value(f"{SESSION.format('b')}.range(5).count()") == 5
+    assert notebooks.record().id == record.id
+
+
+def test_the_jupyter_servers_shutdown_leaves_no_java_process(notebooks: Notebooks) -> None:
+    record = notebooks.record()
+    keeper, java = psutil.Process(record.keeper.pid), psutil.Process(record.server_pid)
+    # SIGTERM, as a user's Ctrl-C or a hub's stop: the server shuts its kernels down.
+    stop_process(notebooks.server.process, notebooks.server._log)
+    _, alive = psutil.wait_procs([keeper, java], timeout=30)
+    assert alive == [], f"still running 30 s after the Jupyter server: {alive}"
+    assert notebooks.rendezvous.read() is None
+    assert not notebooks.rendezvous.server_folder(record).exists()
