@@ -193,7 +193,11 @@ def test_a_busy_notebook_does_not_starve_the_others_small_job(notebooks: Noteboo
         "%%spark_session a\n"
         "_outcome = {}\n"
         "_big = spark.range(0, 200, 1, 200).select(_sleepy('id'))\n"
-        "_run = lambda: _outcome.update(n=len(_big.collect()))\n"
+        "def _run():\n"
+        "    try:\n"
+        "        _outcome.update(n=len(_big.collect()))\n"
+        "    except Exception as exc:\n"
+        "        _outcome.update(error=type(exc).__name__)\n"
         "threading.Thread(target=_run, daemon=True).start()\n"
         "time.sleep(3)"
     )
@@ -201,9 +205,34 @@ def test_a_busy_notebook_does_not_starve_the_others_small_job(notebooks: Noteboo
     notebooks.two.ok(small)
     beside = time.monotonic() - started
     assert notebooks.one.value("_outcome") == {}, "a's job ended before b's ran beside it"
-    notebooks.one.ok("%spark_session cancel --session a")
     # Fair is about 2x alone (one of two slots), FIFO tens of times.
     assert beside < 4 * alone + 1.0, f"b alone {alone:.2f} s, beside a {beside:.2f} s"
+
+    # The sidebar's "Shared driver" section: both notebooks, a's running work.
+    shared = notebooks.server.api("GET", "jupyter-spark-sessions/api/shared-driver")
+    server = shared["server"]
+    assert server["master"] == "local[2]" and server["slots"] == 2, server
+    assert server["memory_bytes"] > 100 * 2**20 and server["uptime_s"] > 0, server
+    by_notebook = {n["notebook"]: n for n in shared["notebooks"]}
+    assert set(by_notebook) == {"one.ipynb", "two.ipynb"}, shared
+    assert by_notebook["one.ipynb"]["this_server"] is True
+    assert by_notebook["one.ipynb"]["kernel_id"] == notebooks.one_id
+    (a,) = by_notebook["one.ipynb"]["sessions"]
+    assert a["name"] == "a" and a["running_jobs"] == 1 and 0 < a["slot_share"] <= 1, a
+    # Its Spark UI through this Jupyter server (the record's secret added).
+    ui = notebooks.server.request("GET", server["ui_path"] + "jobs/")
+    assert ui.status == 200 and "Spark Jobs" in ui.text, ui.status
+
+    # Cancel from that section: the relay to notebook one; b's work is not touched.
+    reply = notebooks.server.api(
+        "POST",
+        f"jupyter-spark-sessions/api/kernels/{notebooks.one_id}/requests",
+        {"version": 1, "action": "cancel", "session": "a"},
+    )
+    assert reply["status"] == "ok" and reply["cancelling"], reply
+    assert wait_until(lambda: notebooks.one.value("_outcome") != {}, 15, 0.3)
+    assert "error" in notebooks.one.value("_outcome"), "a's job was not cancelled"
+    notebooks.two.ok(small)  # b still runs its work
 
 
 def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
@@ -216,9 +245,9 @@ def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
     session_id = lease.sessions["a"]["session_id"]
     os.kill(_pid(notebooks.one), signal.SIGKILL)
     lease_path = notebooks.rendezvous.lease_path(record, lease.kernel.pid)
-    wait_until(lambda: not lease_path.exists(), 15, 0.2)
+    assert wait_until(lambda: not lease_path.exists(), 15, 0.2)
     log = notebooks.rendezvous.server_folder(record) / "keeper.log"
-    wait_until(lambda: f"Released session {session_id}" in log.read_text(), 15, 0.2)
+    assert wait_until(lambda: f"Released session {session_id}" in log.read_text(), 15, 0.2)
     # The server no longer knows the session.
     from pyspark.sql.connect.client import SparkConnectClient
 
