@@ -16,6 +16,7 @@ Authenticated and authorized like the server's kernel API (resource ``kernels``)
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -72,13 +73,23 @@ class SharedDriverHandler(APIHandler):
                 )
             notebooks.append(
                 {
-                    "notebook": lease.notebook or f"kernel {lease.kernel.pid}",
+                    "notebook": self._shown_path(lease.notebook) or f"kernel {lease.kernel.pid}",
                     "kernel_id": lease.kernel_id,
                     "this_server": lease.kernel_id in own_kernels,
                     "sessions": sessions,
                 }
             )
         self.finish(json.dumps({"server": _server(record, slots), "notebooks": notebooks}))
+
+    def _shown_path(self, notebook: str) -> str:
+        """A notebook's path as this server's file browser shows it (relative to its
+        root) when it is under that root; else as its kernel was told."""
+        root = str(getattr(self.contents_manager, "root_dir", "") or "")
+        if root and os.path.isabs(notebook):
+            relative = os.path.relpath(notebook, root)
+            if not relative.startswith(os.pardir):
+                return relative
+        return notebook
 
 
 def _server(record: ServerRecord, slots: int | None) -> dict[str, Any]:

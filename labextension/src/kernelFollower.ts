@@ -58,6 +58,11 @@ export class KernelFollower implements IDisposable {
     return this._connection;
   }
 
+  /** The followed notebook's kernel id ("" when none). */
+  get kernelId(): string {
+    return this._panel?.sessionContext?.session?.kernel?.id ?? '';
+  }
+
   /** The followed notebook's path; undefined when no notebook is followed. */
   get notebookPath(): string | undefined {
     return this._panel?.context.path;

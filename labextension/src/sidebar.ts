@@ -3,7 +3,8 @@
  * (kernelFollower.ts) into its model, and renders the model (boardView.ts)
  * at each change, with plain DOM.
  */
-import { PageConfig } from '@jupyterlab/coreutils';
+import { PageConfig, URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Message } from '@lumino/messaging';
@@ -14,6 +15,11 @@ import { KernelBoardConnection } from './connection';
 import { ElapsedTicker } from './elapsedTicker';
 import { ISidebarTarget, KernelFollower } from './kernelFollower';
 import { SidebarModel } from './model';
+import {
+  ISharedDriverState,
+  SHARED_DRIVER_ROUTE,
+  renderSharedDriver
+} from './sharedDriver';
 
 export type { ISidebarTarget };
 
@@ -36,7 +42,14 @@ export interface ISidebarOptions {
   baseUrl?: string;
   /** Told when the sidebar is shown (true) or hidden (false) in the page. */
   onShown?: (shown: boolean) => void;
+  /** Reads the shared driver's state (tests); default: the server extension's REST route. */
+  fetchSharedDriver?: () => Promise<ISharedDriverState | null>;
+  /** Asks a kernel to cancel a session's work (tests); default: the REST relay. */
+  cancelShared?: (kernelId: string, session: string) => Promise<void>;
 }
+
+/** Seconds between two reads of the shared driver's state while the sidebar is shown. */
+const SHARED_POLL_MS = 3000;
 
 /** The sidebar widget. */
 export class SparkSessionsSidebar extends Widget {
@@ -48,7 +61,11 @@ export class SparkSessionsSidebar extends Widget {
     super();
     this._baseUrl = options.baseUrl ?? PageConfig.getBaseUrl();
     this._onShown = options.onShown ?? (() => undefined);
+    this._fetchShared =
+      options.fetchSharedDriver ?? (() => fetchSharedDriver());
+    this._cancelShared = options.cancelShared ?? relayCancel;
     this.id = SIDEBAR_ID;
+    this.node.append(this._boardNode, this._sharedNode);
     this.addClass('jp-SparkSessions-panel');
     this.title.label = 'Spark';
     this.title.caption = 'Spark Sessions';
@@ -83,6 +100,7 @@ export class SparkSessionsSidebar extends Widget {
     }
     this._follower.dispose();
     this._ticker.stop();
+    this._stopSharedPoll();
     this._disconnectModel();
     super.dispose();
   }
@@ -90,11 +108,56 @@ export class SparkSessionsSidebar extends Widget {
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     this._onShown(true);
+    this._stopSharedPoll();
+    void this._pollShared();
+    this._sharedTimer = window.setInterval(
+      () => void this._pollShared(),
+      SHARED_POLL_MS
+    );
   }
 
   protected onAfterHide(msg: Message): void {
     super.onAfterHide(msg);
     this._onShown(false);
+    this._stopSharedPoll();
+  }
+
+  /** Reads and shows the shared driver's state now (also every few seconds while shown). */
+  async refreshSharedDriver(): Promise<void> {
+    await this._pollShared();
+  }
+
+  private async _pollShared(): Promise<void> {
+    let state: ISharedDriverState | null = null;
+    try {
+      state = await this._fetchShared();
+    } catch {
+      state = null; // a server without the extension's route: no section
+    }
+    this._sharedState = state;
+    this._renderShared();
+  }
+
+  private _renderShared(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    renderSharedDriver(this._sharedNode, this._sharedState, {
+      baseUrl: this._baseUrl,
+      currentKernelId: this._follower.kernelId,
+      cancel: (kernelId, session) => {
+        void this._cancelShared(kernelId, session).finally(
+          () => void this._pollShared()
+        );
+      }
+    });
+  }
+
+  private _stopSharedPoll(): void {
+    if (this._sharedTimer !== null) {
+      window.clearInterval(this._sharedTimer);
+      this._sharedTimer = null;
+    }
   }
 
   private _render(): void {
@@ -110,7 +173,7 @@ export class SparkSessionsSidebar extends Widget {
     const ticker = this._ticker;
     ticker.clear();
     renderBoard(
-      this.node,
+      this._boardNode,
       {
         model: this.model,
         now: Date.now() / 1000,
@@ -130,6 +193,7 @@ export class SparkSessionsSidebar extends Widget {
       follower.notebookPath
     );
     ticker.run(this.model.hasActiveGroups());
+    this._renderShared(); // "(this notebook)" follows the followed kernel
   }
 
   private readonly _follower: KernelFollower;
@@ -139,4 +203,48 @@ export class SparkSessionsSidebar extends Widget {
   private readonly _baseUrl: string;
   private readonly _onShown: (shown: boolean) => void;
   private readonly _disconnectModel: () => void;
+  private readonly _boardNode = document.createElement('div');
+  private readonly _sharedNode = document.createElement('div');
+  private readonly _fetchShared: () => Promise<ISharedDriverState | null>;
+  private readonly _cancelShared: (
+    kernelId: string,
+    session: string
+  ) => Promise<void>;
+  private _sharedState: ISharedDriverState | null = null;
+  private _sharedTimer: number | null = null;
+}
+
+/** The shared driver's state from the server extension (null: no route or no reply). */
+async function fetchSharedDriver(): Promise<ISharedDriverState | null> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(settings.baseUrl, SHARED_DRIVER_ROUTE);
+  const response = await ServerConnection.makeRequest(url, {}, settings);
+  if (!response.ok) {
+    return null;
+  }
+  return (await response.json()) as ISharedDriverState;
+}
+
+/** A cancel of a session's work, sent to its kernel through the REST relay. */
+async function relayCancel(kernelId: string, session: string): Promise<void> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(
+    settings.baseUrl,
+    'jupyter-spark-sessions/api/kernels',
+    encodeURIComponent(kernelId),
+    'requests'
+  );
+  await ServerConnection.makeRequest(
+    url,
+    {
+      method: 'POST',
+      body: JSON.stringify({
+        version: 1,
+        action: 'cancel',
+        session,
+        source: 'sidebar'
+      })
+    },
+    settings
+  );
 }

@@ -16,6 +16,7 @@ from .notebook import (
     B_BACKGROUND_CELL,
     B_RESULT_CELL,
     SETUP_CELL,
+    SHOWN,
     assert_inside,
     cell_output,
     cut_elements,
@@ -129,6 +130,10 @@ def check_layout(sidebar: Any) -> None:
         button = group.locator("[data-testid='jss-cancel-group']")
         for part in (".jp-SparkSessions-groupId", ".jp-SparkSessions-badge"):
             assert not overlapping(button, group.locator(part)), group.inner_text()
+    for row in sidebar.locator("[data-testid='jss-shared-session']").all():
+        button = row.locator("[data-testid='jss-shared-cancel']")
+        for part in (".jp-SparkSessions-sessionName", ".jp-SparkSessions-sharedWork"):
+            assert not overlapping(button, row.locator(part)), row.inner_text()
 
 
 def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, page: Any) -> None:
@@ -428,3 +433,59 @@ def test_a_streaming_query_is_live_under_its_cell_and_in_the_sidebar_whose_stop_
     sidebar.locator(
         "[data-testid='jss-query'][data-query='rates_b'][data-state='stopped']"
     ).wait_for(timeout=10_000)
+
+
+# Two notebooks on the shared Spark Connect server (issue 38): one runs a long job.
+SHARED_ONE_CELLS = [
+    "%load_ext jupyter_spark_sessions\n%spark_session create one_a --remote shared",
+    "%%spark_session one_a\n"
+    "spark.range(0, 400, 1, 400).selectExpr(\"reflect('java.lang.Thread', 'sleep', 500L)\")"
+    ".collect()",
+]
+SHARED_TWO_CELLS = [
+    "%load_ext jupyter_spark_sessions\n%spark_session create two_b --remote shared",
+]
+
+
+def test_the_shared_driver_section_lists_both_notebooks_and_cancels_the_others_work(
+    lab: LabServer, page: Any
+) -> None:
+    open_notebook(page, lab, "shared_one.ipynb", SHARED_ONE_CELLS)
+    run_cell(page, 0)
+    cell_output(page, 0).get_by_text("Created session 'one_a'").wait_for(timeout=120_000)
+    run_cell(page, 1)  # a long job (100 s on 2 slots)
+    # The second notebook from the file browser: the first stays open, its cell running.
+    lab.write_notebook("shared_two.ipynb", SHARED_TWO_CELLS)
+    page.locator(".jp-DirListing-itemName", has_text="shared_two.ipynb").dblclick()
+    page.locator(".lm-TabBar-tab.lm-mod-current", has_text="shared_two.ipynb").wait_for()
+    # Its kernel has started when the status bar names it (idle before that too).
+    page.locator(".jp-StatusBar-Widget", has_text="Python 3 (ipykernel) | Idle").wait_for(
+        timeout=60_000
+    )
+    run_cell(page, 0)
+    cell_output(page, 0).get_by_text("Created session 'two_b'").wait_for(timeout=120_000)
+    sidebar = open_sidebar(page)
+    wait_for_sessions(sidebar, "two_b")  # this notebook's own sessions, as always
+
+    shared = sidebar.locator("[data-testid='jss-shared']")
+    one = shared.locator("[data-testid='jss-shared-notebook'][data-notebook='shared_one.ipynb']")
+    two = shared.locator("[data-testid='jss-shared-notebook'][data-notebook='shared_two.ipynb']")
+    one_a = one.locator("[data-testid='jss-shared-session'][data-session='one_a']")
+    one_a.get_by_text("1 job").wait_for(timeout=30_000)
+    assert "% of slots" in one_a.inner_text()
+    assert two.locator("[data-testid='jss-shared-session'][data-session='two_b']").count() == 1
+    assert "(this notebook)" in two.inner_text() and "(this notebook)" not in one.inner_text()
+    server = shared.locator("[data-testid='jss-shared-server']").inner_text()
+    assert re.match(r"local\[\*\] · \d+ slots? · \d+ MB · up \d+ (s|min)", server), server
+    check_layout(sidebar)
+    save_screenshot(sidebar, "shared-driver-sidebar.png")
+
+    # Cancel the other notebook's session from here: its cell ends, in one line.
+    one_a.locator("[data-testid='jss-shared-cancel']").click()
+    one_a.get_by_text("idle").wait_for(timeout=15_000)
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").filter(
+        has_text="shared_one.ipynb"
+    ).first.click()
+    error = cell_output(page, 1).locator("[data-mime-type='application/vnd.jupyter.stderr']")
+    error.first.wait_for(timeout=15_000)
+    assert "one_a" in error.first.inner_text()
