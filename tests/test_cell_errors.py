@@ -178,3 +178,22 @@ def test_a_subshells_cell_is_not_the_interrupted_one() -> None:
     thread.join()
     assert shell.shown == [("RuntimeError", cancellation_line(RuntimeError(JAVA)))]
     assert errors.interrupted == INTERRUPTED  # still the main shell's
+
+
+def test_a_jvm_only_api_asked_of_a_connect_object_is_named_only_when_user_code_asked() -> None:
+    from jupyter_spark_sessions.backends.spark_errors import connect_lacks
+
+    attribute = Exception(
+        "[JVM_ATTRIBUTE_NOT_SUPPORTED] Attribute `sparkContext` is not supported in Spark "
+        "Connect as it depends on the JVM."
+    )
+    user = ("/tmp/ipykernel_1/123.py", "<module>")
+    getattr_frame = ("/x/site-packages/pyspark/sql/connect/session.py", "__getattr__")
+    assert connect_lacks(attribute, [user, getattr_frame]) == "sparkContext"
+    # PySpark's own code asking on the user's behalf (a classic UDF): not this case.
+    udf_frame = ("/x/site-packages/pyspark/sql/udf.py", "_create_judf")
+    assert connect_lacks(attribute, [user, udf_frame, getattr_frame]) is None
+    rdd = Exception("[NOT_IMPLEMENTED] rdd is not implemented.")
+    rdd_frame = ("/x/site-packages/pyspark/sql/connect/dataframe.py", "rdd")
+    assert connect_lacks(rdd, [user, rdd_frame]) == "rdd"
+    assert connect_lacks(Exception("[NOT_IMPLEMENTED] other"), [user, rdd_frame]) is None

@@ -180,6 +180,15 @@ def test_same_name_files_differ_per_notebook(notebooks: Notebooks, tmp_path) -> 
     assert missing.status == "error" and "only_a" in missing.error_value
 
 
+def test_what_connect_cannot_do_is_one_line_naming_the_classic_way(notebooks: Notebooks) -> None:
+    for code in ("spark.sparkContext.parallelize([1, 2]).count()", "spark.range(3).rdd.count()"):
+        result = notebooks.two.execute(f"%%spark_session b\n{code}")
+        assert result.status == "error", code
+        assert "Spark Connect has no `" in result.error_value, result.error_value
+        assert "`%spark_session create NAME` (without --remote)" in result.error_value
+        assert len(result.traceback) <= 3, result.traceback
+
+
 def test_a_busy_notebook_does_not_starve_the_others_small_job(notebooks: Notebooks) -> None:
     small = "%%spark_session b\nspark.range(0, 4, 1, 4).select(_sleepy('id')).collect()"
     notebooks.two.ok(SLEEPY_UDF.format("b"))
@@ -259,6 +268,30 @@ def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
     # The other notebook's session works on, on the same server.
     assert notebooks.two.value(f"{SESSION.format('b')}.range(5).count()") == 5
     assert notebooks.record().id == record.id
+
+
+def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_back(
+    notebooks: Notebooks,
+) -> None:
+    record = notebooks.record()
+    os.kill(record.server_pid, signal.SIGKILL)
+    assert wait_until(lambda: not record.keeper.alive(), 15, 0.2), "the keeper stayed"
+    lost = notebooks.two.execute("%%spark_session b\nspark.range(3).count()")
+    assert lost.status == "error"
+    lines = [line for line in lost.stderr.splitlines() + [lost.error_value] if line.strip()]
+    assert any("the shared Spark driver" in line and "reconnect b" in line for line in lines), lines
+    assert "Traceback" not in lost.stderr and len(lost.traceback) <= 3, lost.traceback
+    out = notebooks.two.ok("%spark_session reconnect b").stdout
+    assert "Starting the shared Spark driver" in out, out  # a new one: the old one died
+    assert notebooks.record().id != record.id
+    # Its file came back with it.
+    read = (
+        "%%spark_session b\n"
+        "from pyspark.sql.functions import udf\n"
+        "print(spark.range(1).select(udf(lambda x: open('lookup.csv').read(), 'string')('id'))"
+        ".first()[0])"
+    )
+    assert notebooks.two.ok(read).stdout.strip() == "from two"
 
 
 def test_the_jupyter_servers_shutdown_leaves_no_java_process(notebooks: Notebooks) -> None:

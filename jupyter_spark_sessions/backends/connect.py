@@ -453,6 +453,12 @@ class ConnectBackend:
                 reason = self._problem
         if not reason:
             return ""
+        if self.endpoint.shared:  # reconnect starts a new one: no waiting for it
+            return (
+                f"the shared Spark driver ({self.endpoint.display}) {reason}: run "
+                f"`%spark_session reconnect {self.name}` to make it again, with its "
+                "settings and files, on a new shared driver"
+            )
         when = "when it is back, " if reason.startswith(_UNREACHABLE) else ""
         return (
             f"its Spark Connect server {self.endpoint.display} {reason}: {when}run "

@@ -47,3 +47,21 @@ def mixes_flavours(error: BaseException, filenames: list[str]) -> bool:
         or "[JVM_ATTRIBUTE_NOT_SUPPORTED] Attribute `sparkContext`" in text
         or ("[NOT_EXPECTED_TYPE]" in text and text.rstrip(".").endswith("got Column"))
     )
+
+
+_JVM_ATTRIBUTE = re.compile(r"\[JVM_ATTRIBUTE_NOT_SUPPORTED\] Attribute `(\w+)`")
+
+
+def connect_lacks(error: BaseException, frames: list[tuple[str, str]]) -> str | None:
+    """The JVM-only API a user's own code asked a Spark Connect object for (``spark.
+    sparkContext``, ``df.rdd``, ``df._jdf``), or None. ``frames``: (file, function) of
+    the traceback; PySpark's code reaching for it on the user's behalf (a classic UDF
+    in a Connect session) is ``mixes_flavours``' case, not this."""
+    in_pyspark = [name for file, name in frames if f"{os.sep}pyspark{os.sep}" in file]
+    text = str(error)
+    if text.startswith("[NOT_IMPLEMENTED] rdd is not implemented") and len(in_pyspark) == 1:
+        return "rdd"
+    found = _JVM_ATTRIBUTE.search(text)
+    if found and in_pyspark == ["__getattr__"]:
+        return found.group(1)
+    return None

@@ -11,6 +11,7 @@
 - An object made before its session or driver went away (``sessions/gone_objects``): whose it
   was and what to run again.
 - A column or UDF of the other PySpark flavour: what to do instead.
+- The RDD API or ``sparkContext`` asked of a Spark Connect session: the classic way.
 - An import of a module only a session's own packages have (``package_hints``).
 - A SQL cell's statement Spark refused: its error class, message and position marker
   (``magics/sql_magic``, ``sql/error_text``), named as Spark's error.
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ..backends.spark_errors import cancellation_line, mixes_flavours
+from ..backends.spark_errors import cancellation_line, connect_lacks, mixes_flavours
 from ..errors import JobsCancelled, SessionLostError, SqlStatementError
 from ..kernel import ipykernel_internals
 from ..sessions.gone_objects import OLD_DRIVER, gone_object_line, looks_gone, sessions_used
@@ -45,6 +46,14 @@ MIXED_FLAVOURS = (
     "This mixes PySpark's classic and Spark Connect APIs: a column or UDF made in a cell "
     "bound to one kind of session is used in the other kind. Make it in a cell bound to "
     "the session that runs it (`%%spark_session NAME`, or after `%spark_session use NAME`)."
+)
+
+
+#: A JVM-only API asked of a Spark Connect session or DataFrame (issue 38).
+CONNECT_LACKS = (
+    "Spark Connect has no `{}`: the RDD API, `sparkContext` and other JVM objects need a "
+    "classic session, which runs its driver in this kernel: `%spark_session create NAME` "
+    "(without --remote)."
 )
 
 
@@ -139,6 +148,10 @@ class CancelledCellErrors:
         elif isinstance(value, SqlStatementError):  # a SQL cell's: named as Spark's error
             cause = value.__cause__
             shown = (type(cause) if cause is not None else etype, str(value))
+        elif lacked := connect_lacks(
+            value, [(f.filename, f.name) for f in traceback.extract_tb(tb)]
+        ):
+            shown = (etype, CONNECT_LACKS.format(lacked))
         elif mixes_flavours(value, [f.filename for f in traceback.extract_tb(tb)]):
             shown = (etype, MIXED_FLAVOURS)
         elif looks_gone(value):
