@@ -157,7 +157,13 @@ class SharedDriver:
     def hold(self, name: str, session_id: str, user_id: str, pool: str) -> None:
         """Session ``name`` of this kernel now lives on the shared server."""
         with self._lock:
-            self._sessions[name] = {"session_id": session_id, "user_id": user_id, "pool": pool}
+            server = self._record.id if self._record is not None else ""
+            self._sessions[name] = {
+                "session_id": session_id,
+                "user_id": user_id,
+                "pool": pool,
+                "server": server,
+            }
             self._update()
 
     def drop(self, name: str, session_id: str) -> None:
@@ -170,14 +176,19 @@ class SharedDriver:
                 self._update()
 
     def leave(self) -> None:
-        """Kernel shutdown, once its sessions were released: give up the lease."""
+        """Kernel shutdown: give up a lease that holds no session. One that still names
+        sessions stays: the keeper releases them once this process has exited (again,
+        harmlessly, for those the shutdown released in time)."""
         with self._lock:
             record, self._record = self._record, None
-            self._sessions.clear()
-            if record is not None:
+            if record is not None and not self._held_on(record):
                 rendezvous = self.rendezvous
                 with rendezvous.locked():
                     rendezvous.remove_lease(record, self._kernel.pid)
+
+    def _held_on(self, record: ServerRecord) -> dict[str, dict[str, str]]:
+        # Sessions of a server that died (not reconnected yet) are not this one's.
+        return {n: s for n, s in self._sessions.items() if s.get("server") == record.id}
 
     def _update(self) -> None:
         if self._record is not None:
@@ -191,7 +202,7 @@ class SharedDriver:
             parent=self._parent,
             kernel_id=kernel_id(),
             notebook=os.environ.get("JPY_SESSION_NAME", ""),
-            sessions=dict(self._sessions),
+            sessions=self._held_on(record),
             joining_until=time.time() + JOINING_HOLD if joining else 0.0,
         )
         rendezvous.write_lease(record, lease)

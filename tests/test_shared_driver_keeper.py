@@ -1,0 +1,121 @@
+"""The shared driver's keeper decides, from its kernels' leases, whose sessions to
+release and when to stop the server (shared_driver/keeper.py), without a JVM: real
+processes stand for kernels and their Jupyter servers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jupyter_spark_sessions.shared_driver.keeper import Keeper
+from jupyter_spark_sessions.shared_driver.rendezvous import (
+    RUNNING,
+    Lease,
+    Process,
+    Rendezvous,
+    ServerRecord,
+)
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def _dead() -> Process:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    found = Process.of(process.pid)
+    process.wait()
+    return found
+
+
+def _keeper(tmp_path: Path, idle_timeout: float = 600.0) -> tuple[Keeper, list[str]]:
+    rendezvous = Rendezvous(tmp_path)
+    record = ServerRecord(
+        id="abc",
+        keeper=Process.of(os.getpid()),
+        state=RUNNING,
+        master="local[2]",
+        started_at=time.time(),
+        url="sc://localhost:1/;token=t",
+    )
+    rendezvous.server_folder(record).mkdir()
+    rendezvous.write(record)
+    keeper = Keeper(rendezvous, record, {}, idle_timeout, 10.0)
+    released: list[str] = []
+    keeper.release = lambda sessions: released.extend(s["session_id"] for s in sessions)  # type: ignore[method-assign]
+    return keeper, released
+
+
+def _lease(kernel: Process, parent: Process, **sessions: str) -> Lease:
+    held = {
+        name: {"session_id": sid, "user_id": "", "pool": name} for name, sid in sessions.items()
+    }
+    return Lease(kernel=kernel, parent=parent, sessions=held)
+
+
+def test_a_gone_kernels_sessions_are_released_and_its_lease_removed(tmp_path, sleeper) -> None:
+    keeper, released = _keeper(tmp_path)
+    me = Process.of(os.getpid())
+    keeper.rendezvous.write_lease(keeper.record, _lease(_dead(), me, a="s-1"))
+    keeper.rendezvous.write_lease(keeper.record, _lease(Process.of(sleeper.pid), me, b="s-2"))
+    assert keeper.check_leases() is False  # b's kernel still has a session
+    assert released == ["s-1"]
+    assert [lease.sessions.keys() for lease in keeper.rendezvous.leases(keeper.record)] == [
+        {"b": ""}.keys()
+    ]
+    assert keeper.rendezvous.read() is not None
+
+
+def test_it_stops_when_no_session_is_left_and_every_jupyter_server_exited(
+    tmp_path, sleeper
+) -> None:
+    keeper, _ = _keeper(tmp_path)
+    kernel = Process.of(sleeper.pid)
+    parent = _dead()  # the kernel's Jupyter server, gone
+    keeper.rendezvous.write_lease(keeper.record, _lease(kernel, parent, a="s-1"))
+    assert keeper.check_leases() is False  # never while a notebook has a session there
+    keeper.rendezvous.write_lease(keeper.record, _lease(kernel, parent))
+    assert keeper.check_leases() is True
+    assert keeper.rendezvous.read() is None  # removed first: newcomers start a new one
+
+
+def test_it_stops_after_the_idle_time_and_not_before(tmp_path, sleeper) -> None:
+    keeper, _ = _keeper(tmp_path, idle_timeout=0.5)
+    me = Process.of(os.getpid())  # the Jupyter server: alive
+    keeper.rendezvous.write_lease(keeper.record, _lease(Process.of(sleeper.pid), me))
+    assert keeper.check_leases() is False
+    time.sleep(0.6)
+    assert keeper.check_leases() is True
+
+
+def test_a_kernel_still_joining_holds_the_server(tmp_path, sleeper) -> None:
+    keeper, _ = _keeper(tmp_path, idle_timeout=0.0)
+    lease = _lease(Process.of(sleeper.pid), _dead())
+    lease.joining_until = time.time() + 60
+    keeper.rendezvous.write_lease(keeper.record, lease)
+    assert keeper.check_leases() is False
+
+
+def test_a_process_is_told_apart_from_a_later_one_with_its_pid() -> None:
+    me = Process.of(os.getpid())
+    assert me.alive()
+    assert not Process(me.pid, me.started - 100).alive()
+    assert not _dead().alive()
+
+
+def test_a_record_only_its_owner_can_read_is_trusted(tmp_path) -> None:
+    keeper, _ = _keeper(tmp_path)
+    path = tmp_path / "jss-shared-driver.json"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    path.chmod(0o644)
+    assert keeper.rendezvous.read() is None
