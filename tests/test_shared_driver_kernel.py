@@ -278,7 +278,7 @@ def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_bac
     assert wait_until(lambda: not record.keeper.alive(), 15, 0.2), "the keeper stayed"
     lost = notebooks.two.execute("%%spark_session b\nspark.range(3).count()")
     assert lost.status == "error"
-    lines = [line for line in lost.stderr.splitlines() + [lost.error_value] if line.strip()]
+    lines = [line for line in [*lost.stderr.splitlines(), lost.error_value] if line.strip()]
     assert any("the shared Spark driver" in line and "reconnect b" in line for line in lines), lines
     assert "Traceback" not in lost.stderr and len(lost.traceback) <= 3, lost.traceback
     out = notebooks.two.ok("%spark_session reconnect b").stdout

@@ -16,7 +16,6 @@ from .notebook import (
     B_BACKGROUND_CELL,
     B_RESULT_CELL,
     SETUP_CELL,
-    SHOWN,
     assert_inside,
     cell_output,
     cut_elements,
