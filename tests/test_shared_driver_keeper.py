@@ -119,3 +119,13 @@ def test_a_record_only_its_owner_can_read_is_trusted(tmp_path) -> None:
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     path.chmod(0o644)
     assert keeper.rendezvous.read() is None
+
+
+def test_a_starter_that_left_before_the_first_look_still_stops_it_with_its_server(
+    tmp_path,
+) -> None:
+    keeper, _ = _keeper(tmp_path)
+    assert keeper.check_leases() is False  # no lease, no known Jupyter server: idle rule
+    keeper, _ = _keeper(tmp_path)
+    keeper._parents = {_dead()}  # as main() gives it: the starting kernel's parent
+    assert keeper.check_leases() is True

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -51,6 +52,7 @@ class Keeper:
         conf: dict[str, str],
         idle_timeout: float,
         start_timeout: float,
+        starter: Process | None = None,
     ) -> None:
         self.rendezvous = rendezvous
         self.record = record
@@ -63,7 +65,9 @@ class Keeper:
             publishes_ui_secret=True,  # in the record, read by the user's Jupyter servers
         )
         self._stop = threading.Event()
-        self._parents: set[Process] = set()  # Jupyter servers whose kernels came
+        # Jupyter servers whose kernels came: from the first, ``starter``, the starting
+        # kernel's (one that leaves before the first look at the leases counts too).
+        self._parents: set[Process] = {starter} if starter is not None else set()
         self._last_used = time.monotonic()
 
     def run(self) -> int:
@@ -163,6 +167,16 @@ class Keeper:
         self._stop.set()
 
 
+def starter_parent() -> Process:
+    """The parent of the kernel that started this keeper (its Jupyter server)."""
+    import psutil  # type: ignore[import-untyped]
+
+    try:
+        return Process.of(psutil.Process(os.getppid()).ppid())
+    except psutil.Error:
+        return Process(0, 0.0)
+
+
 def _port_of(url: str) -> int:
     from urllib.parse import urlsplit
 
@@ -187,7 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         log.error("No shared server %s to start in %s.", args.id, args.dir)
         return 1
     keeper = Keeper(
-        rendezvous, record, json.loads(args.conf), args.idle_timeout, args.start_timeout
+        rendezvous,
+        record,
+        json.loads(args.conf),
+        args.idle_timeout,
+        args.start_timeout,
+        starter=starter_parent(),
     )
     signal.signal(signal.SIGTERM, keeper.request_stop)
     signal.signal(signal.SIGINT, keeper.request_stop)
