@@ -48,7 +48,7 @@ def _keeper(tmp_path: Path, idle_timeout: float = 600.0) -> tuple[Keeper, list[s
         started_at=time.time(),
         url="sc://localhost:1/;token=t",
     )
-    rendezvous.server_folder(record).mkdir()
+    rendezvous.server_folder(record).mkdir(exist_ok=True)
     rendezvous.write(record)
     keeper = Keeper(rendezvous, record, {}, idle_timeout, 10.0)
     released: list[str] = []
