@@ -246,6 +246,7 @@ bench: setup
 	$(BIN)/python benchmarks/spark_ui_route.py
 	$(BIN)/python benchmarks/sql_cell.py
 	$(BIN)/python benchmarks/streaming_queries.py
+	$(BIN)/python benchmarks/shared_driver.py
 	$(BIN)/python benchmarks/report.py
 
 clean:

@@ -392,6 +392,135 @@ soon as `stop()` returns.
 """
 
 
+def _shared_driver_notes(r: dict[str, Any]) -> str:
+    """Why a target was missed (from the run's own breakdown), when one was."""
+    notes = []
+    first = r["first_result"]
+    if not first["meets_target"]:
+        shared = first["shared"][1:]
+        create = statistics.mean(t["create_s"] for t in shared)
+        query = statistics.mean(t["query_s"] for t in shared)
+        notes.append(
+            f"First result not met: on the shared server notebooks 2-{r['notebooks']} spent "
+            f"{create:.2f} s in `create` (joining the server and opening a Spark Connect "
+            f"session) and {query:.2f} s in the first query, on average."
+        )
+    mem = r["memory"]
+    if not mem["meets_target"]:
+        own, shared = mem["own"]["by_role_rss_mb"], mem["shared"]["by_role_rss_mb"]
+        floor = shared["kernel"] / mem["own"]["rss_mb"]
+        notes.append(
+            f"Memory not met: the {r['notebooks']} kernels alone take {shared['kernel']:,.0f} MB "
+            f"on the shared server (against {own['kernel']:,.0f} MB with own drivers), the "
+            f"JVMs {shared['jvm']:,.0f} MB (against {own['jvm']:,.0f} MB). The kernels' own "
+            f"memory, which sharing the driver does not remove, is {floor:.2f}x the own "
+            "drivers' total by itself."
+        )
+    return "".join(f"\n{note}\n" for note in notes)
+
+
+def _shared_driver(r: dict[str, Any]) -> str:
+    first, mem, cost = r["first_result"], r["memory"], r["connect_cost"]
+    n, targets = r["notebooks"], r["targets"]
+
+    def met(ok: bool) -> str:
+        return "met" if ok else "**NOT met**"
+
+    per = ", ".join(f"{x:.2f}" for x in first["per_notebook_ratio"])
+    first_row = (
+        f"{first['shared_mean_2_to_n_s']:.2f} s / {first['own_mean_2_to_n_s']:.2f} s = "
+        f"{first['ratio']:.3f} (per notebook: {per})"
+    )
+    moonshot = "met" if first["meets_moonshot"] else "not met"
+    one_shared, one_own = first["shared"][0], first["own"][0]
+    one_row = (
+        f"{one_shared['total_s']:.2f} s / {one_own['total_s']:.2f} s = "
+        f"{one_shared['total_s'] / one_own['total_s']:.2f}"
+    )
+
+    def memory_row(key: str) -> str:
+        shared, own = mem["shared"][f"{key}_mb"], mem["own"][f"{key}_mb"]
+        return f"{shared:,.0f} MB / {own:,.0f} MB = {shared / own:.3f}"
+
+    def parts(side: str) -> str:
+        roles = mem[side]["by_role_rss_mb"]
+        shown = [f"kernels {roles['kernel']:,.0f}", f"JVMs {roles['jvm']:,.0f}"]
+        shown += [f"{k} {roles[k]:,.0f}" for k in ("keeper", "other") if roles[k]]
+        return f"{mem[side]['jvms']} JVM(s): " + ", ".join(shown) + " MB"
+
+    def cost_row(label: str, figure: dict[str, Any]) -> str:
+        m = figure["median"]
+        spread = " / ".join(
+            f"{min(x['action_s'] for x in figure['runs'][side]):.2f}-"
+            f"{max(x['action_s'] for x in figure['runs'][side]):.2f}"
+            for side in ("shared", "own")
+        )
+        return (
+            f"| {label}: shared / classic (median in the cell) | "
+            f"{m['shared']['action_s']:.2f} s / {m['own']['action_s']:.2f} s = "
+            f"{figure['ratio_action']:.2f} (runs {spread} s; cell at the client: "
+            f"{figure['ratio_cell']:.2f}) | none | |"
+        )
+
+    first_target = (
+        f"<= {targets['first_result_ratio']} (moonshot {targets['first_result_moonshot']}) | "
+        f"{met(first['meets_target'])} (moonshot {moonshot})"
+    )
+    memory_target = f"<= {targets['memory_ratio']} | {met(mem['meets_target'])}"
+    cleanup = r["cleanup"]
+    left = cleanup["left_running"]
+    stopped = (
+        "the keeper stopped on SIGTERM with its server"
+        if cleanup.get("record_left") and not cleanup.get("killed_after_sigterm")
+        else f"keeper and server: {cleanup}"
+    )
+    load = r["load_average_1m"]
+    machine = r["machine"]
+    others = r.get("other_processes", {})
+    if others.get("their_cpu_cores_max", 0.0) >= 0.1:
+        beside = (
+            f" Other processes ({', '.join(others['kinds_seen'])}) ran beside it, using "
+            f"{others['their_cpu_cores_mean']:.2f} cores on average (at most "
+            f"{others['their_cpu_cores_max']:.2f}; above half a core in "
+            f"{others['samples_above_half_a_core']} of {others['samples']} samples, 2 s apart)."
+        )
+    else:
+        beside = " No other process used the CPU meanwhile (sampled every 2 s)." * bool(others)
+    return f"""## Many notebooks, one driver (`benchmarks/shared_driver.py`)
+
+{n} notebooks (real kernels, `%load_ext jupyter_spark_sessions`, the package's defaults
+otherwise: Spark UI and in-cell progress on), opened one after another and left open:
+first each with its own classic driver (`create nbK --master {r["master"]}`: {n} JVMs of
+`{r["master"]}` each on this {machine["cpus"]}-core machine), then all on the user's
+shared Spark Connect server (`create nbK --remote shared`, `{r["master"]}`; notebook 1
+starts it), after one unmeasured kernel with its own driver. First result: from the
+kernel being ready until the replies of the `create` cell and of a `%%spark_session nbK`
+cell running `{r["first_query"]}`. Memory: RSS of the {n} kernels and every process below
+them with all {n} open (own JVMs; the keeper and the server's JVM counted once), median of
+3 samples. Spark Connect's cost: notebook 1's session on the shared server (the other
+notebooks closed) against a classic session of a fresh kernel, {r["rounds"]} runs each in
+ABBA order after one unmeasured, timed in the cell around the action: the 20,000-task
+JVM-only job of `spark_auth_cost` (`{r["job"]}`) and `{r["to_pandas"]}` (no target: the
+ratio is Spark Connect's own cost). One run; 1-minute load average {load["before"]:.1f}
+before, {load["after"]:.1f} after.{beside}
+
+| figure | measured | target | |
+|---|---|---|---|
+| notebooks 2-{n}, first result: shared / own drivers (means) | {first_row} | {first_target} |
+| notebook 1, first result: shared (starts the server) / own driver | {one_row} | | |
+| RSS with {n} notebooks open: shared / own drivers | {memory_row("rss")} | {memory_target} |
+| PSS (shared pages counted once), same | {memory_row("pss")} | | |
+{cost_row("20,000-task job", cost["job_20000_tasks"])}
+{cost_row("1,000,000-row `toPandas()`", cost["to_pandas_1m_rows"])}
+
+RSS by process: shared, {parts("shared")}; own drivers, {parts("own")}. At the end every
+kernel was shut down and {stopped}; {len(left)} of the run's
+{cleanup.get("processes_seen", 0)} processes left running.
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+{_shared_driver_notes(r)}"""
+
+
 RENDERERS = {
     "session_env": _session_env,
     "board_overhead": board_overhead_render.render,
@@ -407,6 +536,7 @@ RENDERERS = {
     "spark_auth_cost": _spark_auth_cost,
     "spark_ui_route": _spark_ui_route,
     "sql_cell": _sql_cell,
+    "shared_driver": _shared_driver,
     "streaming_queries": _streaming_queries,
 }
 

@@ -85,7 +85,7 @@ class SharedDriver:
                     started_here = True
                     progress(
                         f"Starting the shared Spark driver ({record.master}) for this "
-                        "user's notebooks; the first start takes 10-20 s ..."
+                        "user's notebooks (a few seconds; the others will join it) ..."
                     )
                 if record.state == RUNNING:
                     self._record = record
