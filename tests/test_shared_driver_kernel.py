@@ -109,7 +109,7 @@ def _java_descendants(pid: int) -> list[psutil.Process]:
 def test_two_notebooks_share_one_spark_jvm(notebooks: Notebooks) -> None:
     out = notebooks.one.ok("%spark_session create a --remote shared").stdout
     assert "Starting the shared Spark driver (local[2])" in out, out
-    assert "Created session 'a' on the shared Spark driver (Spark Connect sc://localhost:" in out
+    assert "Created session 'a' on the shared Spark driver, Spark Connect sc://localhost:" in out
     out = notebooks.two.ok("%spark_session create b --remote shared").stdout
     assert "Starting" not in out, out  # joined, not started again
     for kernel, name in ((notebooks.one, "a"), (notebooks.two, "b")):

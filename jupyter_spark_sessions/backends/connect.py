@@ -397,7 +397,7 @@ class ConnectBackend:
 
     def location(self) -> str:
         if self.endpoint.shared:
-            return f"the shared Spark driver (Spark Connect {self.where()})"
+            return f"the shared Spark driver, Spark Connect {self.where()}"
         return f"Spark Connect {self.where()}"
 
     def worker_python(self) -> tuple[bool, str]:
