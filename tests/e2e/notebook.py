@@ -177,8 +177,14 @@ def cut_elements(container: Any, selector: str) -> list[str]:
 
 def overlapping(first: Any, second: Any) -> bool:
     """Whether the boxes of two elements (Playwright locators) intersect."""
-    a, b = first.bounding_box(), second.bounding_box()
-    assert a is not None and b is not None
+    for _ in range(20):
+        # None: the element was replaced between finding and measuring it (the sidebar
+        # renders its content anew at each change): measure the new one.
+        a, b = first.bounding_box(), second.bounding_box()
+        if a is not None and b is not None:
+            break
+        first.page.wait_for_timeout(100)
+    assert a is not None and b is not None, "an element to compare is not shown"
     return bool(
         a["x"] < b["x"] + b["width"]
         and b["x"] < a["x"] + a["width"]
