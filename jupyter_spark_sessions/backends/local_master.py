@@ -7,13 +7,14 @@ connection file). Used by the kernel's context and the local Connect server.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import socket
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from ..session_root import write_private_json
 
 
 def is_local_master(master: str) -> bool:
@@ -148,13 +149,5 @@ def write_ui_secret(ui_url: str | None, secret: str) -> Path | None:
         return None
     target = found.parent / UI_SECRET_FILE.format(port=port)
     record = {"port": port, "secret": secret, "connection_file": found.name, "pid": os.getpid()}
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w") as out:
-            json.dump(record, out)
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    write_private_json(target, record)
     return target

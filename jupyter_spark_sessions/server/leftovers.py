@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.local_master import UI_SECRET_FILE
-from ..session_root import remove_dead_kernel_folders
-from ..shared_driver.rendezvous import read_private_json
+from ..session_root import read_private_json, remove_dead_kernel_folders
 
 log = logging.getLogger(__name__)
 

@@ -34,6 +34,8 @@ from .spark_ui_route import ROUTE_PREFIX as UI_ROUTE_PREFIX
 ROUTE = r"/jupyter-spark-sessions/api/shared-driver"
 #: A Spark Connect operation's job tag names its session (Spark's ExecuteJobTag).
 _SESSION_TAG = "_Session_{}_Operation_"
+#: The Spark application id of each shared server seen (by its record's id).
+_app_ids: dict[str, str] = {}
 
 
 class SharedDriverHandler(APIHandler):
@@ -126,7 +128,8 @@ async def _running_jobs(record: ServerRecord) -> tuple[list[dict[str, Any]], int
         return json.loads(response.body)
 
     try:
-        app_id = (await get(base))[0]["id"]
+        app_id = _app_ids.get(record.id) or (await get(base))[0]["id"]
+        _app_ids[record.id] = app_id  # one application per server: asked once
         jobs = await get(f"{base}/{app_id}/jobs?status=running")
         executors = await get(f"{base}/{app_id}/executors")
     except (HTTPClientError, OSError, ValueError, KeyError, IndexError):

@@ -32,7 +32,8 @@ from jupyter_server_proxy.handlers import LocalProxyHandler  # type: ignore[impo
 from tornado import web
 
 from ..backends.local_master import UI_SECRET_FILE, UI_SECRET_HEADER
-from ..shared_driver.rendezvous import Rendezvous, base_dir, read_private_json
+from ..session_root import read_private_json
+from ..shared_driver.rendezvous import Rendezvous, base_dir
 
 #: Under the server's base URL.
 ROUTE_PREFIX = "spark-sessions/ui"

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import secrets
-import stat
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil  # type: ignore[import-untyped]
+
+from ..session_root import read_private_json, write_private_json
 
 RECORD = "jss-shared-driver.json"
 LOCK = "jss-shared-driver.lock"
@@ -188,34 +188,3 @@ class Rendezvous:
 
 def new_id() -> str:
     return secrets.token_hex(6)
-
-
-def read_private_json(path: Path) -> dict[str, Any] | None:
-    """The JSON object of ``path`` if it is a regular file of this user that no one else
-    can read or write; None otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd) as opened:
-        info = os.fstat(opened.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-            return None
-        try:
-            record = json.load(opened)
-        except ValueError:
-            return None
-    return record if isinstance(record, dict) else None
-
-
-def write_private_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` (mode 0600), replacing it atomically."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w") as out:
-            json.dump(data, out)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise

@@ -142,9 +142,10 @@ export class SparkSessionsSidebar extends Widget {
     if (this.isDisposed) {
       return;
     }
+    this._sharedKernelId = this._follower.kernelId;
     renderSharedDriver(this._sharedNode, this._sharedState, {
       baseUrl: this._baseUrl,
-      currentKernelId: this._follower.kernelId,
+      currentKernelId: this._sharedKernelId,
       cancel: (kernelId, session) => {
         void this._cancelShared(kernelId, session).finally(
           () => void this._pollShared()
@@ -193,7 +194,9 @@ export class SparkSessionsSidebar extends Widget {
       follower.notebookPath
     );
     ticker.run(this.model.hasActiveGroups());
-    this._renderShared(); // "(this notebook)" follows the followed kernel
+    if (follower.kernelId !== this._sharedKernelId) {
+      this._renderShared(); // "(this notebook)" follows the followed kernel
+    }
   }
 
   private readonly _follower: KernelFollower;
@@ -212,6 +215,8 @@ export class SparkSessionsSidebar extends Widget {
   ) => Promise<void>;
   private _sharedState: ISharedDriverState | null = null;
   private _sharedTimer: number | null = null;
+  /** The followed kernel when the section was last drawn. */
+  private _sharedKernelId = '';
 }
 
 /** The shared driver's state from the server extension (null: no route or no reply). */
