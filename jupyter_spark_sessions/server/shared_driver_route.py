@@ -34,6 +34,9 @@ from .spark_ui_route import ROUTE_PREFIX as UI_ROUTE_PREFIX
 ROUTE = r"/jupyter-spark-sessions/api/shared-driver"
 #: A Spark Connect operation's job tag names its session (Spark's ExecuteJobTag).
 _SESSION_TAG = "_Session_{}_Operation_"
+#: Seconds a read of the server's UI may take (a busy JVM answers late; the sidebar
+#: asks again 3 s later whatever happens).
+_UI_TIMEOUT = 5.0
 #: The Spark application id of each shared server seen (by its record's id).
 _app_ids: dict[str, str] = {}
 
@@ -124,7 +127,7 @@ async def _running_jobs(record: ServerRecord) -> tuple[list[dict[str, Any]], int
     headers = {UI_SECRET_HEADER: record.ui_secret} if record.ui_secret else {}
 
     async def get(url: str) -> Any:
-        response = await client.fetch(url, headers=headers, request_timeout=2.0)
+        response = await client.fetch(url, headers=headers, request_timeout=_UI_TIMEOUT)
         return json.loads(response.body)
 
     try:
