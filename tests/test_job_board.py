@@ -106,7 +106,30 @@ def test_a_jobs_group_is_the_spark_session_that_ran_it_and_the_cell_of_its_threa
         (["SUCCEEDED", "SUCCEEDED"], set(), {}, "succeeded"),
         (["SUCCEEDED", "FAILED"], set(), {}, "failed"),
         (["SUCCEEDED", "FAILED"], {2}, {}, "cancelled"),
-        (["FAILED"], set(), {"Stage cancelled: job cancelled": 1}, "cancelled"),  # Interrupt
+        # PySpark's Interrupt handler (cancelAllJobs), another's cancelJobGroup: Spark's words.
+        (
+            ["FAILED"],
+            set(),
+            {"Stage cancelled: Job 1 cancelled as part of cancellation of all jobs": 1},
+            "cancelled",
+        ),
+        (
+            ["FAILED"],
+            set(),
+            {
+                "Stage cancelled: [SPARK_JOB_CANCELLED] Job 4 cancelled part of cancelled job group g": 1
+            },
+            "cancelled",
+        ),
+        # A task failed while another ran: Spark killed that one for the failure.
+        (
+            ["FAILED"],
+            set(),
+            {
+                "Stage cancelled: [PYTHON_EXCEPTION] An exception was thrown from the Python worker": 1
+            },
+            "failed",
+        ),
     ],
 )
 def test_group_state_is_observed_from_spark(
@@ -491,3 +514,27 @@ def test_cells_wake_the_producer_for_a_fast_poll_and_requests_for_one_at_once() 
     assert board.take_wake() is True
     board.clear_wake()
     assert not board.wake.is_set() and board.take_wake() is False
+
+
+@pytest.mark.parametrize(
+    ("reason", "line"),
+    [
+        (
+            "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most "
+            'recent call last):\n  File "<ipython-input-3>", line 8, in f\n    return 1 // x\n'
+            "           ~~^^~~\nZeroDivisionError: integer division or modulo by zero\n"
+            " SQLSTATE: 38000",
+            "ZeroDivisionError: integer division or modulo by zero",
+        ),
+        (
+            "[ARITHMETIC_OVERFLOW] overflow. Use 'try_add' to tolerate overflow. SQLSTATE: 22003\n"
+            "== SQL (line 1, position 1) ==\ncast(id + 1 as long) * 2 as x\n^^^^^\n",
+            "[ARITHMETIC_OVERFLOW] overflow. Use 'try_add' to tolerate overflow.",
+        ),
+        ("[USER_RAISED_EXCEPTION] bad row 2 SQLSTATE: P0001", "[USER_RAISED_EXCEPTION] bad row 2"),
+    ],
+)
+def test_a_failed_job_reads_the_first_line_of_its_cause(reason: str, line: str) -> None:
+    job = parse_job(job_data(1, "FAILED", submitted=2_000_000, failureReason=reason))
+    assert job.error == line
+    assert parse_job(job_data(1, "SUCCEEDED", submitted=2_000_000)).error == ""

@@ -41,6 +41,8 @@ public final class BoardReader {
     private final SparkContext sc;
     private final AppStatusStore store;
     private final ObjectMapper mapper = new ObjectMapper();
+    // A failure's reason can hold a whole Python traceback: the board keeps its first line.
+    private static final int MAX_REASON = 4000;
     private final List<JobExecutionStatus> running = Collections.singletonList(JobExecutionStatus.RUNNING);
 
     private KilledTaskWorkers killedTaskWorkers;
@@ -201,7 +203,32 @@ public final class BoardReader {
         for (var reason : CollectionConverters.asJava(job.killedTasksSummary()).entrySet()) {
             killed.put(reason.getKey(), ((Number) reason.getValue()).intValue());
         }
+        if (job.status() == JobExecutionStatus.FAILED) {
+            String reason = failureReason(job);
+            if (reason != null) {
+                node.put("failureReason", reason);
+            }
+        }
         return node;
+    }
+
+    /**
+     * Why a failed job failed: its failed stage's reason (Spark's JobData has none). Read
+     * once per failed job (an ended job is read again only until the board has it).
+     */
+    private String failureReason(JobData job) {
+        for (Object stage : CollectionConverters.asJava(job.stageIds())) {
+            try {
+                StageData data = store.lastStageAttempt((Integer) stage);
+                if (data.failureReason().isDefined()) {
+                    String reason = data.failureReason().get();
+                    return reason.length() > MAX_REASON ? reason.substring(0, MAX_REASON) : reason;
+                }
+            } catch (NoSuchElementException evicted) {
+                // a stage the store no longer keeps: look at the next one
+            }
+        }
+        return null;
     }
 
     private String compressed(ObjectNode reply) throws IOException {

@@ -33,6 +33,8 @@ class OperationReport:
     failed: bool = False
     #: Why Spark cancelled it ("" when it was not cancelled).
     cancel_reason: str = ""
+    #: The first line of why it failed ("" unless it failed and was not cancelled).
+    failure: str = ""
     #: The execution count of the managed cell the running thread belongs to (None:
     #: no managed cell, e.g. a plain thread).
     thread_cell: int | None = None

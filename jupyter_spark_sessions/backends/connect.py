@@ -31,6 +31,7 @@ from . import api_flavour, builder_binding, scheduler_pools
 from .base import BackendKind, JobRef, OperationReport, OperationSink
 from .connect_endpoint import Endpoint, reachable, redact
 from .connect_tls import check_token_transport
+from .spark_errors import failure_line
 from .thread_cell import current_cell
 
 if TYPE_CHECKING:
@@ -506,6 +507,7 @@ class ConnectBackend:
                     done=done,
                     failed=error is not None,
                     cancel_reason=error_line(error) if cancelled and error else "",
+                    failure=failure_line(str(error)) if error and not cancelled else "",
                     thread_cell=cell[1] if cell else None,
                     lost=is_connection_error(error) or is_lost_session(error),
                 )

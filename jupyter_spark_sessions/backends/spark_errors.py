@@ -65,3 +65,39 @@ def connect_lacks(error: BaseException, frames: list[tuple[str, str]]) -> str | 
     if found and in_pyspark == ["__getattr__"]:
         return found.group(1)
     return None
+
+
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
+_PYTHON_EXCEPTION = "[PYTHON_EXCEPTION]"
+
+
+def failure_line(reason: str) -> str:
+    """The first line of a failure's cause, from Spark's reason for a failed stage or
+    operation: the Python exception's own line for a UDF that raised
+    (``ZeroDivisionError: integer division or modulo by zero``), else Spark's first line
+    (``[ARITHMETIC_OVERFLOW] overflow. Use 'try_add' ...``), without ``SQLSTATE``."""
+    lines = [line.rstrip() for line in reason.strip().splitlines()]
+    lines = [_SQLSTATE.sub("", line) for line in lines if line.strip()]
+    if not lines:
+        return ""
+    if _PYTHON_EXCEPTION in lines[0] or "Traceback (most recent call last)" in reason:
+        # The traceback's last unindented line is the exception; Spark's own lines
+        # (the Java stack, "at org.apache...") follow it in some reasons.
+        ends = [line for line in lines if not line[:1].isspace() and ": " in line]
+        ends = [line for line in ends if "Traceback (most recent" not in line]
+        if ends and not ends[-1].startswith(_PYTHON_EXCEPTION):
+            return ends[-1].strip()[:300]
+    return " ".join(lines[0].split())[:300]
+
+
+# How Spark words a job's cancellation (DAGScheduler: "Job 3 cancelled part of cancelled
+# job group g", "... as part of cancellation of all jobs", "... because Stage 2 was
+# cancelled"), with or without its error class.
+_JOB_CANCELLED = re.compile(r"SPARK_JOB_CANCELLED|OPERATION_CANCELED|\bJob \d+ cancelled\b")
+
+
+def names_a_cancel(kill_reason: str) -> bool:
+    """Whether Spark killed a task because its job was cancelled (True), rather than
+    because another task of the job failed (Spark then kills the rest with "Stage
+    cancelled: <the failure>")."""
+    return bool(_JOB_CANCELLED.search(kill_reason))

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from .. import job_tags
 from ..backends.base import OperationReport
+from ..backends.spark_errors import failure_line, names_a_cancel
 
 GroupState = Literal["running", "cancelling", "succeeded", "failed", "cancelled", "lost"]
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
@@ -84,6 +85,9 @@ class JobView:
     #: It ran on a driver that has since been replaced (``restart``): the live
     #: driver's Spark UI has another job under its id, so no view links it.
     previous_driver: bool = False
+    #: The first line of why it failed, as Spark says (its failed stage's reason, or
+    #: the Connect operation's error); "" unless Spark reports it FAILED.
+    error: str = ""
 
     def __post_init__(self) -> None:
         if not self.state:
@@ -281,6 +285,7 @@ def parse_job(data: dict[str, Any], stages: tuple[StageView, ...] = ()) -> JobVi
         stage_ids=tuple(int(s) for s in data.get("stageIds", ())),
         kill_reasons=tuple(str(r) for r in (data.get("killedTasksSummary") or {})),
         stages=stages,
+        error=failure_line(str(data.get("failureReason") or "")),
     )
 
 
@@ -350,11 +355,13 @@ def _was_cancelled(
     job: JobView, cancel_job_ids: frozenset[int], requested_at: float | None
 ) -> bool:
     # Spark reports a cancelled job as FAILED; telling them apart is ours to do. A job
-    # a request aimed at, or whose tasks Spark killed for a cancellation (the kernel's
-    # Interrupt button cancels all jobs), was cancelled.
+    # a request aimed at, or whose tasks Spark killed for a cancellation of the job
+    # (someone's cancelJobGroup, PySpark's Interrupt handler), was cancelled. Spark also
+    # kills a job's running tasks when another task FAILED ("Stage cancelled: <the
+    # failure>"): that job failed.
     if _targeted(job, cancel_job_ids, requested_at):
         return True
-    return any("cancel" in reason.lower() for reason in job.kill_reasons)
+    return any(names_a_cancel(reason) for reason in job.kill_reasons)
 
 
 def job_state(
@@ -417,6 +424,14 @@ def group_state(
     return "succeeded"
 
 
+def failure_of(group: GroupView) -> str:
+    """A failed group: the first line of why its first failed job failed ("" for any
+    other state, and when Spark did not say)."""
+    if group.state != "failed":
+        return ""
+    return next((job.error for job in group.jobs if job.state == "failed" and job.error), "")
+
+
 def lost(job: JobView, now: float) -> JobView:
     """``job`` as it ends when its driver or server goes away: no task runs any more."""
     if not job.running:
@@ -452,6 +467,7 @@ def operation_view(
         ),
         stage_ids=tuple(stage_id for stage_id, _, _, _ in stages),
         kill_reasons=(report.cancel_reason,) if report.cancel_reason else (),
+        error=report.failure,
         stages=tuple(
             StageView(id=stage_id, name="", attempt=0, tasks=TaskCounts(total=n, completed=c))
             for stage_id, n, c, stage_done in stages

@@ -34,6 +34,7 @@ from ..board.snapshot import (
     JobView,
     SessionView,
     TaskCounts,
+    failure_of,
 )
 from ..kernel import ipykernel_internals
 
@@ -234,6 +235,7 @@ def _group_entry(group: GroupView, session: SessionView | None, now: float) -> d
         "ui_url": session.ui_url if session else "",
         "operations_page": session.operations_page if session else "",
         "cancellable": group.state == "running" or between_jobs,
+        "error": failure_of(group),
     }
 
 
@@ -284,6 +286,8 @@ def summary_line(entry: dict[str, Any]) -> str:
     ]
     if entry["state"] not in FINAL_STATES:
         parts.append("still running after the cell (the sidebar follows it)")
+    if entry["error"]:
+        parts.append(entry["error"])
     return " · ".join(parts)
 
 

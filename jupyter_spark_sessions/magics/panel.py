@@ -128,6 +128,11 @@ def _jobs_html(jobs: tuple[JobView, ...], session: SessionView | None) -> str:
             f"{_job_link(job, session)} {job.state} · "
             f"{tasks.completed + tasks.skipped}/{tasks.total} tasks · "
             f"<code>{html.escape(job.name)}</code>"
+            + (
+                f"<br>&nbsp;&nbsp;{html.escape(job.error)}"
+                if job.state == "failed" and job.error
+                else ""
+            )
         )
     return "<small>" + "<br>".join(lines) + "</small>" if lines else ""
 

@@ -17,7 +17,7 @@ from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 from .. import protocol
 from ..backends import scheduler_pools
 from ..backends.scheduler_pools import PoolShare
-from ..board.snapshot import FINAL_STATES, GroupView, QueryView, SessionView
+from ..board.snapshot import FINAL_STATES, GroupView, QueryView, SessionView, failure_of
 from ..cells.run_in_session import run_cell_in
 from ..cells.tagging import CellJobTagging
 from ..errors import ProtocolError, SparkSessionsError
@@ -371,6 +371,12 @@ class SparkSessionMagics(Magics):
             protocol.parse_request(
                 {"version": protocol.PROTOCOL_VERSION, "action": "cancel"}
                 | {k: v for k, v in request.items() if v is not None}
+        for line in streams:
+            print(line)
+        # Why each failed group failed, in Spark's first line (the table stays narrow).
+        for group in groups:
+            if error := failure_of(group):
+                print(f"{group.id} failed: {error}")
             )
         except ProtocolError:
             raise UsageError(

@@ -87,7 +87,8 @@ export function summaryText(group: CellProgressGroup): string {
     `${group.state}`,
     jobs,
     tasksText(group.tasks),
-    formatSeconds(group.elapsed, true)
+    formatSeconds(group.elapsed, true),
+    ...(group.error ? [group.error] : [])
   ].join(' · ');
 }
 

@@ -179,6 +179,13 @@ function renderJob(
   }
   line.appendChild(el('span', 'jp-SparkSessions-jobTasks', text));
   block.appendChild(line);
+  if (job.state === 'failed' && job.error) {
+    // Why it failed, in Spark's first line: the one fact a user debugging it needs.
+    const why = el('div', 'jp-SparkSessions-jobError', job.error);
+    why.dataset.testid = 'jss-job-error';
+    why.title = job.error;
+    block.appendChild(why);
+  }
   for (const stage of job.stages ?? []) {
     block.appendChild(renderStage(stage));
   }

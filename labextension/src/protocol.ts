@@ -381,6 +381,10 @@ export interface Job {
    * It ran on a driver that was since replaced (restart): the live driver's Spark UI has another job under its id, so views do not link it.
    */
   previous_driver: boolean;
+  /**
+   * The first line of why it failed, as Spark says (the failed stage's reason, or the Connect operation's error): "" unless Spark reports it FAILED.
+   */
+  error: string;
 }
 /**
  * One running stage of a running job.
@@ -680,6 +684,10 @@ export interface CellProgressGroup {
    * A Cancel can still stop something: the group runs jobs, or its cell still runs.
    */
   cancellable: boolean;
+  /**
+   * A failed group: the first line of why its first failed job failed ("" otherwise).
+   */
+  error: string;
 }
 /**
  * Task counts as the in-cell view shows them (`done`: completed or skipped).

@@ -35,6 +35,7 @@ function entry(fields: Partial<CellProgressGroup> = {}): CellProgressGroup {
     ui_url: 'http://127.0.0.1:4040',
     operations_page: '',
     cancellable: true,
+    error: '',
     ...fields
   };
 }
@@ -67,6 +68,16 @@ describe('the texts', () => {
       tasks: { total: 8, done: 8, active: 0, failed: 0 }
     });
     expect(summaryText(ended)).toBe('succeeded · 2 jobs · 8/8 tasks · 12.3 s');
+    const failed = entry({
+      state: 'failed',
+      cancellable: false,
+      tasks: { total: 2, done: 0, active: 0, failed: 1 },
+      jobs: 1,
+      error: 'ZeroDivisionError: integer division or modulo by zero'
+    });
+    expect(summaryText(failed)).toBe(
+      'failed · 1 job · 0/2 tasks, 1 failed · 12.3 s · ZeroDivisionError: integer division or modulo by zero'
+    );
   });
 
   it("shows a long cell's jobs done and the running job's own tasks", () => {

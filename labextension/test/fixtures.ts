@@ -33,6 +33,7 @@ export function job(partial: Partial<Job> = {}): Job {
     operation_id: '',
     state: 'running',
     previous_driver: false,
+    error: '',
     ...partial
   };
 }
