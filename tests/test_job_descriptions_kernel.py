@@ -93,3 +93,33 @@ def test_jobs_in_a_cell_magic_body_name_the_cell_and_its_line(session_a: Kernel)
     text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(failed.traceback))  # no colours
     assert f"In[{failed.execution_count}], line 3" in text, text
     assert "----> 3 raise ValueError('line 3')" in text, text
+
+
+SPARK_UI_DESCRIPTIONS = """
+_store = spark.sparkContext._jsc.sc().statusStore()
+_ui = {}
+for _id in range(_first, spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs()):
+    _d = _store.job(_id).description()
+    _ui[_id] = _d.get() if _d.isDefined() else None
+"""
+
+
+def test_spark_ui_lists_a_cells_jobs_by_the_boards_names_and_keeps_the_users_own(
+    session_a: Kernel,
+) -> None:
+    """Spark's UI lists jobs by their description (then their call site): a cell's jobs
+    read as its group (``a:N · session a · In [N]``) beside the line that ran them; a
+    description the user set with ``setJobDescription`` stays theirs."""
+    session_a.ok("%spark_session use a")
+    session_a.ok("_first = spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs()")
+    cell = session_a.ok("spark.range(10).count()\nspark.range(4).collect()")
+    count = cell.execution_count
+    # Set in one cell, the user's description holds for the next ones, as in PySpark.
+    session_a.ok("spark.sparkContext.setJobDescription('my nightly load')")
+    session_a.ok("spark.range(3).collect()")
+    session_a.ok("spark.sparkContext.setJobDescription(None)")
+    session_a.ok(SPARK_UI_DESCRIPTIONS)
+    descriptions = list(session_a.value("_ui").values())
+    ours = f"a:{count} · session a · In [{count}]"
+    assert descriptions[:-1] == [ours] * (len(descriptions) - 1), descriptions
+    assert descriptions[-1] == "my nightly load", descriptions

@@ -19,6 +19,8 @@ import java.util.ArrayDeque;
 public final class CellScope {
     private static final String INTERRUPT_ON_CANCEL = "spark.job.interruptOnCancel";
     private static final String SCHEDULER_POOL = "spark.scheduler.pool";
+    private static final String JOB_DESCRIPTION = "spark.job.description";
+    private static final String GROUP_TAG_PREFIX = "jss:";
 
     /** What {@link #enter} changed on one thread, to undo it. */
     private static final class Saved {
@@ -29,9 +31,10 @@ public final class CellScope {
         final boolean stateSet;
         final Object stateBefore;
         final Object activeBefore;
+        final String description; // set by enter (null: none)
 
         Saved(String[] tags, String interruptBefore, boolean poolSet, String poolBefore,
-                boolean stateSet, Object stateBefore, Object activeBefore) {
+                boolean stateSet, Object stateBefore, Object activeBefore, String description) {
             this.tags = tags;
             this.interruptBefore = interruptBefore;
             this.poolSet = poolSet;
@@ -39,6 +42,7 @@ public final class CellScope {
             this.stateSet = stateSet;
             this.stateBefore = stateBefore;
             this.activeBefore = activeBefore;
+            this.description = description;
         }
     }
 
@@ -106,8 +110,16 @@ public final class CellScope {
         String poolBefore = pool != null ? (String) getLocalProperty.invoke(sparkContext, SCHEDULER_POOL) : null;
         Object stateBefore = artifactState != null ? artifactStates.get() : null;
         Object activeBefore = getActiveSession.invoke(null);
+        // Spark's UI lists jobs by description: name the cell's group as the board does
+        // (a description the user set stays).
+        String description = groupDescription(added);
+        boolean describe = description != null
+                && getLocalProperty.invoke(sparkContext, JOB_DESCRIPTION) == null;
         saved.get().push(new Saved(added, interruptBefore, pool != null, poolBefore,
-                artifactState != null, stateBefore, activeBefore));
+                artifactState != null, stateBefore, activeBefore, describe ? description : null));
+        if (describe) {
+            setLocalProperty.invoke(sparkContext, JOB_DESCRIPTION, description);
+        }
         for (String tag : added) {
             addJobTag.invoke(sparkContext, tag);
         }
@@ -137,11 +149,37 @@ public final class CellScope {
         if (last.stateSet) {
             artifactStates.set(last.stateBefore);
         }
+        // Ours goes; one the user set during the cell stays for their next cells.
+        if (last.description != null
+                && last.description.equals(getLocalProperty.invoke(sparkContext, JOB_DESCRIPTION))) {
+            setLocalProperty.invoke(sparkContext, JOB_DESCRIPTION, null);
+        }
         if ((Boolean) optionIsDefined.invoke(last.activeBefore)) {
             setActiveSession.invoke(null, optionGet.invoke(last.activeBefore));
         } else {
             clearActiveSession.invoke(null);
         }
+    }
+
+    /**
+     * "a:19 · session a · In [19]" for a cell's tags (its group's tag is
+     * {@code jss:<session>:<execution count>}, jupyter_spark_sessions/job_tags.py); null
+     * without one.
+     */
+    static String groupDescription(String[] tags) {
+        for (String tag : tags) {
+            int colon = tag.lastIndexOf(':');
+            if (!tag.startsWith(GROUP_TAG_PREFIX) || colon <= GROUP_TAG_PREFIX.length()
+                    || colon == tag.length() - 1) {
+                continue;
+            }
+            String count = tag.substring(colon + 1);
+            if (count.chars().allMatch(Character::isDigit)) {
+                String session = tag.substring(GROUP_TAG_PREFIX.length(), colon);
+                return session + ":" + count + " \u00b7 session " + session + " \u00b7 In [" + count + "]";
+            }
+        }
+        return null;
     }
 
     /** How many scopes the current thread has entered and not exited (for tests). */
