@@ -291,12 +291,13 @@ def test_a_sessions_streaming_query_has_its_row_and_a_stop_that_returns_at_once(
     query = FakeQuery("rates")
     query.release.clear()  # Spark takes its time to stop it
     board.queries.started(query, "a", 3)
-    query.batch(7)
-    board.queries.refresh(force=True)
+    for batch, at in ((6, 1_800_000_000.0), (7, 1_800_000_000.1)):  # 10 rows each
+        query.report(batch, at, 10)
+        board.queries.refresh(force=True)
     feed(board, "SUCCEEDED")
     row = panel._query_rows[query.runId]
     assert "rates" in row.label.value and "active" in row.label.value
-    assert row.detail.value.startswith("batch 7 · in 100.0 rows/s")
+    assert row.detail.value.startswith("batch 7 · in 100.0 rows/s (last 30 s)")
     assert "1 streaming query" in panel._session_rows["a"].label.value
     assert not panel._session_rows["a"].cancel.disabled, "Cancel all stops its queries too"
 

@@ -9,7 +9,7 @@ import json
 from test_protocol_schema import errors
 
 from jupyter_spark_sessions.board.snapshot import QueryView
-from jupyter_spark_sessions.cells.query_views import MIME_TYPE, render
+from jupyter_spark_sessions.cells.query_views import MIME_TYPE, render, running_queries
 
 RUNNING = QueryView(
     id="1b0c7f2e-0000-4000-8000-000000000001",
@@ -31,8 +31,8 @@ RUNNING = QueryView(
 def test_a_running_query_is_one_line_with_its_figures() -> None:
     shown = render(RUNNING)
     line = (
-        "streaming query 'rates' of session a active · batch 1,204 · in 10.0 rows/s · "
-        "processed 12.2 rows/s · last batch 87 ms"
+        "streaming query 'rates' of session a active · batch 1,204 · "
+        "in 10.0 rows/s (last 30 s) · processed 12.2 rows/s · last batch 87 ms"
     )
     assert shown["text/plain"] == line
     assert shown[MIME_TYPE]["summary"] == line and shown[MIME_TYPE]["final"] is False
@@ -64,3 +64,31 @@ def test_an_ended_query_sums_up_how_it_ended() -> None:
     )
     assert "&lt;b&gt;" in shown["text/html"] and shown[MIME_TYPE]["final"] is True
     assert errors(json.loads(json.dumps(shown[MIME_TYPE])), "CellQuery") == []
+
+
+def test_the_running_queries_are_one_line_per_session() -> None:
+    def query(name: str, session: str, state: str = "active", batch: int | None = 25) -> QueryView:
+        return RUNNING.__class__(
+            **{**RUNNING.__dict__, "name": name, "session": session, "state": state}
+            | {"batch_id": batch}
+        )
+
+    shown = [
+        query("q1", "a"),
+        query("old", "a", "stopped"),
+        query("", "b", batch=None),
+        query("q3", "b", "stopping", 0),
+    ]
+    assert running_queries(shown) == [
+        "1 streaming query running in session 'a': 'q1' (26 batches); "
+        "`%spark_session queries a` shows its figures.",
+        f"2 streaming queries running in session 'b': {RUNNING.id} (0 batches), "
+        "'q3' (1 batch); `%spark_session queries b` shows their figures.",
+    ]
+    assert running_queries(shown, "a") == running_queries(shown)[:1]
+    assert running_queries(shown[1:2]) == running_queries(shown, "c") == []
+
+
+def test_a_rate_not_measured_yet_is_a_dash() -> None:
+    first = RUNNING.__class__(**{**RUNNING.__dict__, "input_rate": None})
+    assert " · in - · processed 12.2 rows/s · " in render(first)["text/plain"]

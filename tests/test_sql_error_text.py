@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 from jupyter_spark_sessions.backends import driver
-from jupyter_spark_sessions.sql.error_text import ErrorPosition, short_sql_error
+from jupyter_spark_sessions.backends.temp_views import has_temp_view, sessions_with_temp_view
+from jupyter_spark_sessions.sql.error_text import (
+    ErrorPosition,
+    missing_view,
+    name_parts,
+    short_sql_error,
+)
 
 pytestmark = [pytest.mark.spark]
 
@@ -154,3 +160,27 @@ def test_a_position_is_cut_to_the_width_asked() -> None:
     shown, caret = ErrorPosition(line, 200, 4).lines(max_chars=50)
     assert shown.startswith("…") and shown.endswith("…") and len(shown) == 52
     assert shown[caret.index("^") :].startswith("HERE") and caret.endswith("^^^^")
+
+
+def test_a_missing_name_a_temporary_view_could_have_is_read_from_the_error(spark: Any) -> None:
+    assert missing_view(error_of(spark, "SELECT * FROM nowhere_v")) == "nowhere_v"
+    assert missing_view(error_of(spark, "SELECT * FROM `odd name`")) == "odd name"
+    assert missing_view(error_of(spark, "SELECT * FROM session.only_here")) == "only_here"
+    # A name in a database is no temporary view's; nor is any other error's.
+    assert missing_view(error_of(spark, "SELECT * FROM default.nowhere_t")) is None
+    assert missing_view(error_of(spark, "SELECT no_column FROM range(1)")) is None
+    assert missing_view(ValueError("[TABLE_OR_VIEW_NOT_FOUND] not Spark's")) is None
+    assert name_parts("`a``b`.c") == ["a`b", "c"] and name_parts("`a`x") == []
+
+
+def test_the_sessions_that_have_a_temporary_view_are_found_without_a_job(spark: Any) -> None:
+    other, empty = spark.newSession(), spark.newSession()
+    other.sql("CREATE OR REPLACE TEMP VIEW Held_Here AS SELECT 1 AS x")
+    other.sql("CREATE OR REPLACE TEMP VIEW `odd name` AS SELECT 1 AS x")
+    jobs_before = spark.sparkContext.statusTracker().getJobIdsForGroup()
+    sessions = [("root", spark), ("other", other), ("empty", empty), ("broken", None)]
+    assert sessions_with_temp_view(sessions, "held_here") == ["other"]
+    assert sessions_with_temp_view(sessions, "odd name") == ["other"]
+    assert sessions_with_temp_view(sessions, "held*") == []  # no wildcard
+    assert has_temp_view(other, "HELD_HERE") and not has_temp_view(empty, "held_here")
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == jobs_before

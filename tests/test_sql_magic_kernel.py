@@ -90,7 +90,10 @@ def test_n_fetches_no_more_rows_than_it_shows(sql: Kernel, name: str) -> None:
     result = sql.ok(f"%%spark_sql {name} -n 5\nSELECT id FROM range(1000)")
     text = table_of(result)["text/plain"]
     assert [line.strip() for line in text.splitlines()[2:7]] == ["0", "1", "2", "3", "4"]
-    assert "showing the first 5 rows" in text.splitlines()[-1], text
+    # How many there are would take a count of the whole result: what is known is said.
+    assert text.splitlines()[-1] == (
+        "showing the first 5 rows of more than 5 (-n N shows more, --count counts them)"
+    ), text
     # Five shown, one more fetched to know there are more.
     assert sql.value("_jss_fetched") == [6]
 
@@ -98,12 +101,22 @@ def test_n_fetches_no_more_rows_than_it_shows(sql: Kernel, name: str) -> None:
 @pytest.mark.parametrize("name", SESSIONS)
 def test_o_is_the_pandas_dataframe_topandas_gives(sql: Kernel, name: str) -> None:
     query = "SELECT id, id * 2 AS doubled, CAST(id AS STRING) AS s FROM range(100)"
-    sql.ok(f"%%spark_sql {name} -o out -n 3\n{query}")
+    whole = sql.ok(f"%%spark_sql {name} -o out -n 3\n{query}")
     session = f"__import__('jupyter_spark_sessions').default_registry().session({name!r})"
     assert sql.value(f"out.equals({session}.sql({query!r}).toPandas())") is True
+    # One line says what the variable holds; the table, how many rows the result has
+    # (-o fetched them all).
+    assert whole.stdout == "`out`: pandas DataFrame, 100 rows x 3 columns\n", whole.stdout
+    assert table_of(whole)["text/plain"].splitlines()[-1] == "showing 3 of 100 rows"
     cut = sql.ok(f"%%spark_sql {name} -o few --max-rows 10\n{query}")
-    assert cut.stdout.strip() == "`few` holds the first 10 rows (--max-rows 10).", cut.stdout
+    assert cut.stdout == (
+        "`few`: pandas DataFrame, 10 rows x 3 columns (the result's first 10: --max-rows 10)\n"
+    ), cut.stdout
+    assert "of more than 10 (" in table_of(cut)["text/plain"].splitlines()[-1]
     assert sql.value("len(few)") == 10
+    quiet = sql.ok(f"%%spark_sql {name} -q -o one\nSELECT 1 AS x")
+    assert quiet.stdout == "`one`: pandas DataFrame, 1 row x 1 column\n"
+    assert not any("jss-sql-result" in str(content) for _, content in quiet.displays)
 
 
 @pytest.mark.parametrize("name", SESSIONS)
@@ -120,15 +133,34 @@ def test_a_temp_view_of_one_session_is_missing_in_another_in_one_line(sql: Kerne
     assert made.stdout.strip().startswith("CREATE OR REPLACE TEMP VIEW only_a: done in"), (
         made.stdout
     )
-    assert table_of(sql.ok("%%spark_sql a\nSELECT * FROM only_a"))["text/plain"].endswith("1 row")
-    for other in ("b", "c"):
-        missing = sql.execute(f"%%spark_sql {other}\nSELECT * FROM only_a")
+    sql.ok("%%spark_sql c\nCREATE OR REPLACE TEMP VIEW only_c AS SELECT 1 AS x")
+    found = sql.ok("%%spark_sql a\nSELECT * FROM only_a")
+    assert table_of(found)["text/plain"].endswith("1 row")
+    wait_for_group(
+        sql, lambda g: g["id"] == f"a:{found.execution_count}" and g["state"] != "running"
+    )
+    groups_before = {g["id"]: len(g["jobs"]) for g in board(sql)["groups"]}
+    # The error names the session that has the view: classic a asked from classic b and
+    # from Spark Connect c, Connect c asked from a.
+    cells = set()
+    for other, view, holder in (("b", "only_a", "a"), ("c", "only_a", "a"), ("a", "only_c", "c")):
+        missing = sql.execute(f"%%spark_sql {other}\nSELECT * FROM {view}")
+        cells.add(f"{other}:{missing.execution_count}")
         assert error_lines(missing) == [
-            f"AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `only_a` cannot "
-            f"be found in session '{other}' (a temporary view belongs to the session that "
-            "made it)."
+            f"AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `{view}` cannot "
+            f"be found in session '{other}'; session '{holder}' has a temporary view `{view}` "
+            "(a temporary view belongs to the session that made it)."
         ], missing.traceback
         assert missing.stderr == "", missing.stderr  # no JSON log line of PySpark's
+    # Asking the other sessions ran no job of theirs: no group but the cells' own.
+    groups_after = {g["id"]: len(g["jobs"]) for g in board(sql)["groups"]}
+    assert {k: v for k, v in groups_after.items() if k in groups_before} == groups_before
+    assert set(groups_after) - set(groups_before) <= cells, (groups_after, cells)
+    nowhere = sql.execute("%%spark_sql b\nSELECT * FROM no_session_has_it")
+    assert error_lines(nowhere) == [
+        "AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `no_session_has_it` "
+        "cannot be found in session 'b' (a temporary view belongs to the session that made it)."
+    ], nowhere.traceback
 
 
 @pytest.mark.parametrize("name", SESSIONS)

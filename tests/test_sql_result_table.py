@@ -23,9 +23,10 @@ from jupyter_spark_sessions.sql.result_table import (
     to_html,
     to_text,
     value_text,
+    variable_line,
 )
 
-MORE = "more exist: -n N shows more, --count counts them"
+MORE = "-n N shows more, --count counts them"
 
 
 class Cell:
@@ -113,12 +114,7 @@ def table(
         (1, False, None, "1 row"),
         (0, False, None, "0 rows"),
         (1234, False, None, "1,234 rows"),
-        (
-            20,
-            True,
-            None,
-            "showing the first 20 rows (more exist: -n N shows more, --count counts them)",
-        ),
+        (20, True, None, f"showing the first 20 rows of more than 20 ({MORE})"),
         (20, True, 1_000_000, "showing 20 of 1,000,000 rows"),
         (20, False, 20, "20 rows"),
     ],
@@ -128,6 +124,20 @@ def test_the_caption_counts_rows_with_thousands_separators(
 ) -> None:
     result = table([("id", "bigint")], [(i,) for i in range(rows)], more, total)
     assert caption(result) == expected
+
+
+def test_the_caption_says_what_the_result_is_known_to_exceed() -> None:
+    # -o cut at --max-rows 10,000: the table shows 20 of them.
+    cut = ResultTable((("id", "bigint"),), tuple((i,) for i in range(20)), True, None, 10_000)
+    assert caption(cut) == f"showing the first 20 rows of more than 10,000 ({MORE})"
+
+
+def test_the_variable_line_names_the_variable_its_rows_and_columns() -> None:
+    assert variable_line("pdf", 1_000, 3) == "`pdf`: pandas DataFrame, 1,000 rows x 3 columns"
+    assert variable_line("one", 1, 1) == "`one`: pandas DataFrame, 1 row x 1 column"
+    assert variable_line("few", 10, 2, 10) == (
+        "`few`: pandas DataFrame, 10 rows x 2 columns (the result's first 10: --max-rows 10)"
+    )
 
 
 # ---- values -------------------------------------------------------------------------
@@ -299,7 +309,7 @@ def test_the_text_form_aligns_columns_and_ends_with_the_caption() -> None:
         "  1  alpha    1.5",
         " 22  NULL    NULL",
         "333  NULL   -0.25",
-        f"showing the first 3 rows ({MORE})",
+        f"showing the first 3 rows of more than 3 ({MORE})",
     ]
 
 

@@ -4,13 +4,16 @@ shows on the board with a rising batch id, under its session and the cell that s
 it, its micro-batch jobs never as groups; a stop request returns at once and the board
 shows the query stopped while b's keeps running; `cancel --session` stops a session's
 queries; the kernel's Interrupt ends a wait on a query in one line; the board stays
-bounded however long a query runs; starting a query prints no JVM warning."""
+bounded however long a query runs; starting a query prints no JVM warning; `jobs` names
+the running queries (their batches are no job groups); the input rate shown is the
+source's, not Spark's figure for one batch after an empty trigger."""
 
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -60,18 +63,53 @@ def query_on_board(kernel: Kernel, name: str) -> dict[str, Any]:
     return found[-1]
 
 
+def poll_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Call ``condition`` every 0.2 s until it is true; fail the test naming ``what`` when
+    ``timeout`` seconds passed first."""
+    if not wait_until(condition, timeout, 0.2):
+        raise AssertionError(f"not within {timeout} s: {what}")
+
+
 def wait_for_query(kernel: Kernel, name: str, check: Any, timeout: float = 10) -> dict[str, Any]:
+    """The board's record of query ``name`` once ``check`` holds for it (polled)."""
     seen: dict[str, Any] = {}
 
     def matches() -> bool:
         found = [q for q in board(kernel)["queries"] if q["name"] == name]
         if not found:  # not started yet (a cell still running starts it)
             return False
+        seen.clear()
         seen.update(found[-1])
         return bool(check(seen))
 
-    wait_until(matches, timeout, 0.2)
+    poll_until(matches, timeout, f"query {name!r} as asked; last seen: {seen}")
     return seen
+
+
+def wait_for_board_updates(kernel: Kernel, count: int = 2) -> None:
+    """Until the board has published ``count`` more snapshots (long_b's batches keep it
+    publishing): what follows an event on the board has been sent by then."""
+    start = board(kernel)["seq"]
+    poll_until(lambda: board(kernel)["seq"] >= start + count, 10, f"{count} board updates")
+
+
+def wait_until_blocked_in_a_wait(kernel: Kernel) -> None:
+    """Until the main thread runs a cell that blocks in a query's wait, asked from a
+    subshell (the main shell is busy)."""
+    subshell = kernel.create_subshell()
+    probe = (
+        "import sys as _sys, threading as _threading\n"
+        "from jupyter_spark_sessions.backends.streaming_calls import waited_on as _waited_on\n"
+        "print(_waited_on(_sys._current_frames()[_threading.main_thread().ident]) is not None)"
+    )
+
+    def blocked() -> bool:
+        sent = kernel.send_shell(
+            "execute_request", {"code": probe, "store_history": False}, subshell
+        )
+        return kernel.collect(sent, timeout=30).stdout.strip() == "True"
+
+    poll_until(blocked, 30, "the cell to block in awaitTermination")
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +139,49 @@ def long_query_share_of_the_board(kernel: Kernel) -> int:
         "other_running_jobs": shown["other_running_jobs"],
     }
     return len(json.dumps(mine))
+
+
+#: A rate source of 50 rows/s with the default trigger: Spark checks for data every few
+#: ms, finds a second's rows once a second, and reports each batch's rate over the time
+#: since the empty trigger before it (some 5,000 rows/s).
+STEADY_QUERY = (
+    "spark.readStream.format('rate').option('rowsPerSecond', 50).option('numPartitions', 1)"
+    ".load().writeStream.format('memory').queryName('steady').start()"
+)
+SHOWN_RATE = re.compile(r" in ([\d,.]+) rows/s \(last 30 s\) ")
+
+
+def test_the_rate_shown_is_the_sources_and_jobs_names_the_running_query(
+    streams: Kernel,
+) -> None:
+    started = streams.ok(f"%%spark_session a\nq_steady = {STEADY_QUERY}")
+    (view,) = [c for k, c in started.displays if QUERY_MIME in c["data"]]
+    display_id = view["transient"]["display_id"]
+
+    def rates(check_from: int) -> tuple[float, float]:
+        """The board's rate and the cell's, once the query ran ``check_from`` batches."""
+        shown = wait_for_query(streams, "steady", lambda q: (q["batch_id"] or 0) >= check_from, 30)
+        streams.ok("pass")  # reads the view's updates meanwhile
+        line = query_outputs(streams, display_id)[-1]["content"]["data"]["text/plain"]
+        found = SHOWN_RATE.search(line)
+        assert found, line
+        return float(shown["input_rate"]), float(found.group(1).replace(",", ""))
+
+    for board_rate, cell_rate in (rates(8), rates(10)):  # a few batches, then later
+        assert 40 <= board_rate <= 60 and 40 <= cell_rate <= 60, (board_rate, cell_rate)
+    # Its micro-batch jobs are no job group: `jobs` says the query runs, with its batches.
+    jobs = streams.ok("%spark_session jobs a").stdout
+    running = [line for line in jobs.splitlines() if "streaming query" in line]
+    assert len(running) == 1, jobs
+    assert re.fullmatch(
+        r"1 streaming query running in session 'a': 'steady' \(\d+ batches\); "
+        r"`%spark_session queries a` shows its figures\.",
+        running[0],
+    ), running
+    assert "No job groups" not in jobs, jobs
+    streams.ok("%spark_session stop_query steady")
+    wait_for_query(streams, "steady", lambda q: q["state"] == "stopped", 10)
+    assert "streaming query" not in streams.ok("%spark_session jobs a").stdout
 
 
 def test_a_query_is_on_the_board_under_its_session(streams: Kernel) -> None:
@@ -133,12 +214,21 @@ def test_cancelling_the_starting_cells_group_does_not_touch_the_query(streams: K
     # The query started without the cell's job tags: a cancel of that group (here, of
     # everything tagged with it) leaves its batches alone.
     group = query_on_board(streams, "rate_a")["started_by"]
-    reply, _ = request(streams, {"version": 1, "action": "cancel", "groups": [group]})
-    assert reply["status"] in ("ok", "error"), reply
-    time.sleep(1.5)
     before = query_on_board(streams, "rate_a")["batch_id"]
-    after = wait_for_query(streams, "rate_a", lambda q: q["batch_id"] > before, 5)
-    assert after["state"] == "active"
+    reply, _ = request(streams, {"version": 1, "action": "cancel", "groups": [group]})
+    # The cell's group ran no job (its query's batches are not its), so the board does
+    # not list it: the request is refused in one line, and nothing is cancelled.
+    assert reply["status"] == "error" and reply["error"]["code"] == "unknown_group", reply
+    assert reply["error"]["message"].startswith(f"No job group '{group}' on the board"), reply
+    # And Spark's cancel of everything tagged with that cell (what its Interrupt sends)
+    # reaches no batch: the query runs on.
+    session, count = group.split(":")
+    streams.ok(
+        "__import__('pyspark').SparkContext._active_spark_context.cancelJobsWithTag("
+        f"__import__('jupyter_spark_sessions').job_tags.group_tag({session!r}, {count}))"
+    )
+    after = wait_for_query(streams, "rate_a", lambda q: q["batch_id"] >= before + 2, 10)
+    assert after["state"] == "active" and not after["error"], after
 
 
 def test_a_stop_request_returns_at_once_and_spares_the_other_sessions_query(
@@ -228,7 +318,7 @@ def test_the_starting_cell_shows_the_query_live_until_it_ends(streams: Kernel) -
     text = last["content"]["data"]["text/plain"]
     assert text.startswith("streaming query 'viewed' of session a stopped (from its view) after ")
     assert "\n" not in text
-    time.sleep(1.5)
+    wait_for_board_updates(streams)  # each would update the view, if anything still did
     streams.ok("pass")  # reads what came meanwhile: nothing follows the summary
     assert query_outputs(streams, display_id)[-1] is last
 
@@ -273,7 +363,7 @@ def test_interrupt_ends_a_wait_on_a_query_in_one_line(streams: Kernel, session: 
 
 def test_interrupt_leaves_running_a_query_another_cell_started(streams: Kernel) -> None:
     waiting = streams.client.execute("q_long_b.awaitTermination()")
-    time.sleep(1.0)
+    wait_until_blocked_in_a_wait(streams)
     assert streams.manager is not None
     streams.manager.interrupt_kernel()
     ended = streams.collect(waiting, timeout=30)

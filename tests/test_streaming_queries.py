@@ -5,6 +5,7 @@ request that returns at once, and the state shown after it is the one Spark repo
 
 from __future__ import annotations
 
+import datetime
 import json
 import threading
 import uuid
@@ -18,8 +19,10 @@ from jupyter_spark_sessions.board.streaming_queries import (
     FAILED_READS_GONE,
     HISTORY_POINTS,
     HISTORY_STEP,
+    RATE_WINDOW,
     RETAINED_ENDED,
     StreamingQueries,
+    input_rate,
 )
 from jupyter_spark_sessions.errors import UnknownQueryError
 
@@ -44,6 +47,18 @@ class FakeQuery:
             inputRowsPerSecond=100.0,
             processedRowsPerSecond=120.5,
             durationMs={"triggerExecution": 42},
+        )
+
+    def report(self, batch_id: int, at: float, rows: int, spark_rate: float = 0.0) -> None:
+        """Spark's progress report of a batch that started at ``at`` (epoch seconds)."""
+        stamp = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).isoformat()
+        self.lastProgress = SimpleNamespace(
+            batchId=batch_id,
+            timestamp=stamp.replace("+00:00", "Z"),
+            numInputRows=rows,
+            inputRowsPerSecond=spark_rate,
+            processedRowsPerSecond=1_000.0,
+            durationMs={"triggerExecution": 50},
         )
 
     def exception(self) -> BaseException | None:
@@ -184,3 +199,57 @@ def test_a_failed_read_is_read_again_and_a_driver_gone_for_good_fails_the_query(
     # A restart then names it lost with its driver.
     assert queries.lose(["a"], "lost with its Spark driver") == ["'flaky' of a"]
     assert queries.find("flaky").error == "lost with its Spark driver"
+
+
+# ---- the input rate -------------------------------------------------------------------
+
+START = 1_800_000_000.0
+
+
+def rate_after(reports: list[tuple[int, float, int]], query: FakeQuery | None = None) -> float:
+    """The input rate the board shows after reading ``reports`` ((batch id, seconds after
+    START, rows)), one read each."""
+    queries, query = StreamingQueries(clock=lambda: START), query or FakeQuery("rates")
+    queries.started(query, "a", 1)
+    for batch, at, rows in reports:
+        query.report(batch, START + at, rows, spark_rate=5_000.0)
+        queries.refresh(force=True)
+    rate = queries.find("rates").input_rate
+    assert rate is not None
+    return rate
+
+
+def test_a_steady_source_reads_its_rate_not_the_rate_of_one_batch_after_a_gap() -> None:
+    # A rate source of 50 rows/s makes a batch a second (its offsets are whole seconds);
+    # Spark's own figure for each is 50 rows over the few ms since an empty trigger.
+    steady = [(batch, batch + 0.003 * (batch % 3), 50) for batch in range(1, 12)]
+    assert 49.0 <= rate_after(steady) <= 51.0
+    # Read while it ran much longer: the last RATE_WINDOW seconds count.
+    long_run = [(0, 0.0, 0)] + [(b, float(b), 500 if b < 100 else 50) for b in range(1, 200)]
+    assert rate_after(long_run) == 50.0
+
+
+def test_batches_the_board_did_not_read_count_with_the_one_it_read() -> None:
+    # Ten batches a second of 10 rows, read once a second: 9 of 10 reports are never seen.
+    read_once_a_second = [(batch, batch / 10, 10) for batch in range(0, 200, 10)]
+    assert rate_after(read_once_a_second) == 100.0
+
+
+def test_an_idle_query_reads_a_falling_rate_and_a_burst_after_a_gap_its_share() -> None:
+    # Spark reports an idle query every 10 s with the id its next batch will have.
+    reports = [(b, float(b), 50) for b in range(1, 11)]
+    reports += [(11, 20.0, 0), (11, 30.0, 0)]  # idle since 10 s
+    # The rows of batches 2-10 over the 29 s from batch 1 to the last report.
+    assert rate_after(reports) == round(50 * 9 / 29, 3)
+    # Then 600 rows at once, in the batch that takes the idle reports' id: the rows
+    # since batch 1 over the RATE_WINDOW seconds since, not Spark's 5,000 rows/s.
+    reports += [(11, 31.0, 600)]
+    assert rate_after(reports) == round((50 * 9 + 600) / RATE_WINDOW, 3)
+
+
+def test_the_rate_needs_two_reports_a_moment_apart() -> None:
+    assert input_rate([]) is None
+    assert input_rate([(3, 10.0, 50)]) is None
+    assert input_rate([(3, 10.0, 50), (3, 10.0, 50)]) is None
+    # Batches sparser than the window: the last two reports.
+    assert input_rate([(1, 0.0, 60), (2, 60.0, 60), (3, 120.0, 120)]) == 2.0

@@ -7,6 +7,14 @@ thread reads each active query's state (``refresh``: ``isActive``, ``lastProgres
 ``exception``; a few py4j or gRPC calls per query, at most once a second) and keeps,
 per query, its latest figures and a short history of its rates for the views' chart.
 
+The input rate shown is the board's own, not Spark's: Spark's ``inputRowsPerSecond`` is
+one batch's rows over the time since the trigger before it, and that trigger may have
+found no data and run no batch (a rate source of 50 rows/s makes a batch a second, its
+offsets being whole seconds; with the default trigger the query checks for data every
+few milliseconds in between, so its batches read 5,000 rows/s). The board keeps the
+progress reports it read and divides the rows of those of the last ``RATE_WINDOW``
+seconds by the time they span (``input_rate``): the rate a person would measure.
+
 Stopping is a request, as a cancel is (the Beam seed's shape): ``request_stop`` marks
 the query "stopping" and calls ``stop()`` on a thread of its own, returning at once; the
 state the views show after that is the one Spark reports ("stopped", or "failed" with
@@ -18,10 +26,12 @@ however long it runs.
 from __future__ import annotations
 
 import collections
+import datetime
+import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +48,10 @@ RETAINED_ENDED = 20
 #: of batches (the board's size stays the same after an hour as after five minutes).
 HISTORY_STEP = 5.0
 HISTORY_POINTS = 60
+#: Seconds of progress reports the input rate is measured over (``input_rate``), and the
+#: reports a query keeps for it (the board reads one a second at most).
+RATE_WINDOW = 30.0
+RATE_SAMPLES = 64
 #: Seconds between two reads of the active queries' state.
 REFRESH_SECONDS = 1.0
 #: Reads in a row that must fail before a query is taken for gone with its driver: one
@@ -73,6 +87,14 @@ class QueryRecord:
     history: collections.deque[tuple[float, float, float]] = field(
         default_factory=lambda: collections.deque(maxlen=HISTORY_POINTS)
     )
+    #: The progress reports read for the input rate: (batch id, its trigger's time in
+    #: seconds, its rows), oldest first (``input_rate``).
+    samples: collections.deque[tuple[int, float, int]] = field(
+        default_factory=lambda: collections.deque(maxlen=RATE_SAMPLES)
+    )
+    #: (batch id, Spark's timestamp) of the last report read: an idle query's report
+    #: carries the id its next batch will have, so the id alone does not tell them apart.
+    last_report: tuple[int, str] | None = None
 
     @property
     def ended(self) -> bool:
@@ -268,10 +290,14 @@ def _read(record: QueryRecord, now: float) -> None:
     progress = query.lastProgress
     if progress is not None:
         batch = int(progress.batchId)
-        if batch != record.batch_id:
+        stamp = str(getattr(progress, "timestamp", None) or "")
+        if (batch, stamp) != record.last_report:
+            record.last_report = (batch, stamp)
             record.batch_id = batch
             record.input_rows = int(progress.numInputRows or 0)
-            record.input_rate = _rate(progress.inputRowsPerSecond)
+            at = _seconds(stamp)
+            _add_sample(record.samples, (batch, now if at is None else at, record.input_rows))
+            record.input_rate = input_rate(record.samples)
             record.process_rate = _rate(progress.processedRowsPerSecond)
             duration = (progress.durationMs or {}).get("triggerExecution")
             record.batch_ms = int(duration) if duration is not None else None
@@ -289,6 +315,53 @@ def _read(record: QueryRecord, now: float) -> None:
     else:
         record.state = "stopped"
     record.message = ""
+
+
+def input_rate(
+    samples: Sequence[tuple[int, float, int]], window: float = RATE_WINDOW
+) -> float | None:
+    """Rows a second that arrived over the last ``window`` seconds of a query's progress
+    reports ((batch id, trigger time, rows), oldest first): the rows of the reports in
+    that span over the time from the first of them to the last (None before two reports
+    a moment apart). A batch's rows arrived since the trigger before it, so the first
+    report's rows are not counted. A report that follows a gap in the batch ids stands for
+    the batches the board did not read (it reads one report a second) with its own
+    rows; a query whose batches are sparser than ``window`` is measured over its last
+    two reports."""
+    if len(samples) < 2:
+        return None
+    newest = samples[-1][1]
+    first = next(i for i, sample in enumerate(samples) if sample[1] >= newest - window)
+    first = min(first, len(samples) - 2)
+    span = newest - samples[first][1]
+    if span <= 0:
+        return None
+    rows = sum(
+        count * max(1, batch - before)
+        for (before, _, _), (batch, _, count) in itertools.pairwise(
+            itertools.islice(samples, first, None)
+        )
+    )
+    return round(rows / span, 3)
+
+
+def _add_sample(
+    samples: collections.deque[tuple[int, float, int]], sample: tuple[int, float, int]
+) -> None:
+    """One more report; those no longer needed for ``input_rate`` go."""
+    samples.append(sample)
+    while len(samples) > 2 and samples[1][1] < sample[1] - RATE_WINDOW:
+        samples.popleft()
+
+
+def _seconds(stamp: str) -> float | None:
+    """Spark's progress timestamp (``2026-12-06T02:49:39.786Z``) in epoch seconds."""
+    if not stamp:
+        return None
+    try:  # Python 3.10's fromisoformat does not read "Z"
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _add_point(record: QueryRecord, now: float) -> None:

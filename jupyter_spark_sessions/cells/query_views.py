@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import html
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..board.snapshot import BoardSnapshot, QueryView
+from ..board.streaming_queries import RATE_WINDOW
 from ..kernel import ipykernel_internals
 
 if TYPE_CHECKING:
@@ -131,6 +133,10 @@ def label(query: QueryView) -> str:
     return f"'{query.name}'" if query.name else query.id
 
 
+#: The span the input rate is measured over (``board/streaming_queries.input_rate``).
+_WINDOW = f"{RATE_WINDOW:g} s"
+
+
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f} rows/s"
 
@@ -149,17 +155,39 @@ def _duration(seconds: float) -> str:
 
 
 def figures(query: QueryView) -> str:
-    """``batch 41 · in 5.0 rows/s · processed 6.2 rows/s · last batch 120 ms``."""
+    """``batch 41 · in 5.0 rows/s (last 30 s) · processed 6.2 rows/s · last batch 120 ms``:
+    rows arriving over the batches of the last 30 s (``board/streaming_queries``), Spark's
+    processing rate and duration of the last batch."""
     if query.batch_id is None:
         return "no batch yet"
     parts = [
         f"batch {query.batch_id:,}",
-        f"in {_rate(query.input_rate)}",
+        "in -" if query.input_rate is None else f"in {_rate(query.input_rate)} (last {_WINDOW})",
         f"processed {_rate(query.process_rate)}",
     ]
     if query.batch_duration_ms is not None:
         parts.append(f"last batch {query.batch_duration_ms:,} ms")
     return " · ".join(parts)
+
+
+def running_queries(queries: Sequence[QueryView], session: str | None = None) -> list[str]:
+    """One line per session (or only ``session``'s) with queries that have not ended:
+    ``1 streaming query running in session 'a': 'q1' (26 batches); `%spark_session
+    queries a` shows its figures.`` (their micro-batch jobs are not job groups)."""
+    running: dict[str, list[QueryView]] = {}
+    for query in queries:
+        if query.state not in ENDED_STATES and session in (None, query.session):
+            running.setdefault(query.session, []).append(query)
+    lines = []
+    for name, own in running.items():
+        what = "query" if len(own) == 1 else "queries"
+        listed = ", ".join(f"{label(q)} ({_batches(q)})" for q in own)
+        lines.append(
+            f"{len(own)} streaming {what} running in session '{name}': {listed}; "
+            f"`%spark_session queries {name}` shows {'its' if len(own) == 1 else 'their'} "
+            "figures."
+        )
+    return lines
 
 
 def ending(query: QueryView) -> str:

@@ -18,7 +18,7 @@ from .. import protocol
 from ..backends import scheduler_pools
 from ..backends.scheduler_pools import PoolShare
 from ..board.snapshot import FINAL_STATES, GroupView, QueryView, SessionView, failure_of
-from ..cells.run_in_session import run_cell_in
+from ..cells.run_in_session import raised_by_cell, run_cell_in
 from ..cells.tagging import CellJobTagging
 from ..errors import ProtocolError, SparkSessionsError
 from ..files.artifacts import AddResult
@@ -170,9 +170,13 @@ class SparkSessionMagics(Magics):
     @line_cell_magic
     def spark_session(self, line: str, cell: str | None = None) -> Any:
         """Manage isolated Spark sessions (see the subcommands below)."""
-        try:
-            if cell is not None:
+        if cell is not None:
+            try:
                 return self._run_cell_in(line, cell)
+            except BaseException as error:
+                __tracebackhide__ = raised_by_cell(error)  # for %debug: the cell's error
+                raise
+        try:
             args = parse_line(line)
             if args is None:
                 return None
@@ -359,11 +363,24 @@ class SparkSessionMagics(Magics):
         if snapshot.error:
             print(snapshot.error)
         _print_problems([s for s in snapshot.sessions if args.name in (None, s.name)])
+        from ..cells.query_views import running_queries
+
+        # A streaming query's micro-batch jobs are the query's, never a group: say it runs.
+        streams = running_queries(snapshot.queries, args.name)
         if not groups:
             where = f" in session '{args.name}'" if args.name else ""
-            print(f"No job groups{where} yet: run a cell that starts Spark jobs.")
+            print(
+                "\n".join(streams)
+                or f"No job groups{where} yet: run a cell that starts Spark jobs."
+            )
             return
         print(format_table(_JOBS_HEADERS, [_group_row(g, time.time()) for g in groups]))
+        for line in streams:
+            print(line)
+        # Why each failed group failed, in Spark's first line (the table stays narrow).
+        for group in groups:
+            if error := failure_of(group):
+                print(f"{group.id} failed: {error}")
 
     def _cmd_cancel(self, args: argparse.Namespace) -> None:
         request = {"groups": args.groups or None, "session": args.session, "all": args.all or None}
@@ -371,12 +388,6 @@ class SparkSessionMagics(Magics):
             protocol.parse_request(
                 {"version": protocol.PROTOCOL_VERSION, "action": "cancel"}
                 | {k: v for k, v in request.items() if v is not None}
-        for line in streams:
-            print(line)
-        # Why each failed group failed, in Spark's first line (the table stays narrow).
-        for group in groups:
-            if error := failure_of(group):
-                print(f"{group.id} failed: {error}")
             )
         except ProtocolError:
             raise UsageError(
@@ -477,7 +488,16 @@ class SparkSessionMagics(Magics):
         names = arg_split(line, posix=True)
         if len(names) != 1:
             raise UsageError("Usage: %%spark_session NAME (then the cell's code).")
-        return run_cell_in(self.ip, self.registry, self.tagging, names[0], cell)
+        try:
+            return run_cell_in(self.ip, self.registry, self.tagging, names[0], cell)
+        except BaseException as error:
+            if raised_by_cell(error):
+                # The cell's code raised it: as it would in a cell of its own.
+                __tracebackhide__ = True  # for %debug (IPython shows it from the cell)
+                raise
+            if isinstance(error, SparkSessionsError):  # ours: no such session, ...
+                raise UsageError(str(error)) from None
+            raise
 
 
 SparkSessionMagics.spark_session.__doc__ = help_text()

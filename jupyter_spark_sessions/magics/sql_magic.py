@@ -16,7 +16,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,10 +26,12 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
+from ..backends import temp_views
 from ..backends.spark_errors import cancellation_line
+from ..cells.run_in_session import show_from_spark
 from ..errors import SparkSessionsError, SqlStatementError
-from ..sql.error_text import short_sql_error
-from ..sql.result_table import ResultTable, mime_bundle
+from ..sql.error_text import missing_view, short_sql_error
+from ..sql.result_table import ResultTable, mime_bundle, variable_line
 from ..sql.statements import BoundStatement, bind_variables, is_command, outcome_line
 from ..sql.statements import split_statements as split_sql
 
@@ -230,7 +232,8 @@ class SparkSqlMagics(Magics):
         try:
             table = self._fetch(frame, options, shown, config.sql_max_rows)
         except Exception as exc:
-            _raise_short(exc, name)
+            _raise_short(exc, name, self._temp_view_holders)
+            show_from_spark(self.ip, exc)  # from Spark's frame: none of ours
             raise
         if not options.quiet:
             display(mime_bundle(table), raw=True)  # type: ignore[no-untyped-call]
@@ -239,34 +242,61 @@ class SparkSqlMagics(Magics):
         self, frame: Any, options: argparse.Namespace, shown: int, max_rows: int
     ) -> ResultTable:
         columns = tuple((f.name, f.dataType.simpleString()) for f in frame.schema.fields)
+        # The count is shown when it is known for free (-o fetched every row) or asked
+        # for (--count): counting otherwise runs the whole query again, where the shown
+        # rows' fetch stops once it has them.
         total = frame.count() if options.count else None
+        more_than = None
         if options.output:
             limit = options.max_rows or max_rows
             pandas = frame.limit(limit + 1).toPandas()
             cut = len(pandas) > limit
             if cut:
                 pandas = pandas.iloc[:limit]
-                print(f"`{options.output}` holds the first {limit:,} rows (--max-rows {limit}).")
+                more_than = limit
+            elif total is None:
+                total = len(pandas)
             self.ip.user_ns[options.output] = pandas
+            height, width = pandas.shape
+            print(variable_line(options.output, height, width, limit if cut else None))
             rows = _pandas_rows(pandas, shown + 1)  # shown: what the variable holds
             more = cut or len(rows) > shown
         else:
             rows = [tuple(row) for row in frame.limit(shown + 1).collect()]
             more = len(rows) > shown
-        return ResultTable(columns, tuple(rows[:shown]), more=more, total=total)
+        return ResultTable(
+            columns, tuple(rows[:shown]), more=more, total=total, more_than=more_than
+        )
 
     def _sql(self, session: Any, statement: str, call: BoundStatement, name: str | None) -> Any:
         try:
             return session.sql(call.sql, args=call.args or None, **call.frames)
         except Exception as exc:
-            _raise_short(exc, name)
+            _raise_short(exc, name, self._temp_view_holders)
+            show_from_spark(self.ip, exc)  # from Spark's frame: none of ours
             raise
 
+    def _temp_view_holders(self, view: str, missing_in: str) -> list[str]:
+        """The other sessions that have a temporary view ``view`` (one SQL command each,
+        asked after the error: ``backends/temp_views``); a session that cannot run
+        anything now is not asked."""
+        sessions = []
+        for other in self.registry.names():
+            try:
+                if other != missing_in and not self.registry.backend(other).problem():
+                    sessions.append((other, self.registry.get(other).session))
+            except SparkSessionsError:  # stopped meanwhile
+                continue
+        return temp_views.sessions_with_temp_view(sessions, view)
 
-def _raise_short(exc: Exception, name: str | None) -> None:
+
+def _raise_short(
+    exc: Exception, name: str | None, holders: Callable[[str, str], list[str]] | None = None
+) -> None:
     """Raise Spark's SQL error ``exc`` in its short form (``SqlStatementError``, caused
     by it); return for any other error (a cancel, a lost driver: cells/error_lines says
-    those in one line; a bug keeps its traceback)."""
+    those in one line; a bug keeps its traceback). ``holders(view, name)``: the other
+    sessions with a temporary view ``view``, for a table or view not found in ``name``."""
     if cancellation_line(exc) is not None:
         return
     text = short_sql_error(exc)
@@ -277,10 +307,15 @@ def _raise_short(exc: Exception, name: str | None) -> None:
         # Temp views are per session: one line that says which session looked.
         found = _NOT_FOUND.search(first)
         what = found.group(1) if found else "The table or view"
-        first = (
-            f"[TABLE_OR_VIEW_NOT_FOUND] {what} cannot be found in session '{name}' "
-            "(a temporary view belongs to the session that made it)."
-        )
+        view = missing_view(exc)
+        others = holders(view, name) if holders is not None and view else []
+        first = f"[TABLE_OR_VIEW_NOT_FOUND] {what} cannot be found in session '{name}'"
+        if others:
+            which = " and ".join(f"'{other}'" for other in others)
+            sessions, has = ("session", "has") if len(others) == 1 else ("sessions", "have")
+            quoted = "`" + (view or "").replace("`", "``") + "`"
+            first += f"; {sessions} {which} {has} a temporary view {quoted}"
+        first += " (a temporary view belongs to the session that made it)."
         rest = []
     raise SqlStatementError("\n".join([first, *rest])) from exc
 

@@ -141,6 +141,51 @@ def _message_line(text: str, condition: str | None) -> str:
     return line if len(line) <= MAX_MESSAGE_CHARS else line[: MAX_MESSAGE_CHARS - 1] + "…"
 
 
+_NOT_FOUND_NAME = re.compile(r"The table or view (.+?) cannot be found")
+_NAME_PART = re.compile(r"`((?:[^`]|``)*)`|([^.`]+)")
+#: The qualifiers a temporary view can be named with (Spark 4's search path).
+_TEMP_VIEW_QUALIFIERS: tuple[list[str], ...] = ([], ["session"], ["system", "session"])
+
+
+def name_parts(text: str) -> list[str]:
+    """A multi-part name as Spark writes it (```db`.`t` ``, ``db.t``) in its parts."""
+    parts, position = [], 0
+    while position < len(text):
+        found = _NAME_PART.match(text, position)
+        if found is None:
+            return []
+        quoted, plain = found.groups()
+        parts.append(quoted.replace("``", "`") if quoted is not None else plain)
+        position = found.end()
+        if position < len(text):
+            if text[position] != ".":
+                return []
+            position += 1
+    return parts
+
+
+def missing_view(exc: BaseException) -> str | None:
+    """The name a ``TABLE_OR_VIEW_NOT_FOUND`` error could not find, when a temporary
+    view could have had it (``v``, ``session.v``); None for any other error or name."""
+    relation = None
+    try:
+        if exc.getCondition() != "TABLE_OR_VIEW_NOT_FOUND":  # type: ignore[attr-defined]
+            return None
+        relation = exc.getMessageParameters().get("relationName")  # type: ignore[attr-defined]
+    except Exception:  # not one of Spark's errors, or its JVM is gone: its text says
+        pass
+    if not isinstance(relation, str):
+        text = str(exc)
+        found = _NOT_FOUND_NAME.search(text)
+        if not text.startswith("[TABLE_OR_VIEW_NOT_FOUND]") or found is None:
+            return None
+        relation = found.group(1)
+    parts = name_parts(relation)
+    if not parts or [p.lower() for p in parts[:-1]] not in _TEMP_VIEW_QUALIFIERS:
+        return None
+    return parts[-1]
+
+
 def short_sql_error(exc: BaseException) -> str | None:
     """``exc`` in at most four lines if it is one of Spark's SQL errors (parse, analysis,
     or a runtime error with an error class), else None."""

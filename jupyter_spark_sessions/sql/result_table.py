@@ -50,8 +50,12 @@ class ResultTable:
     rows: tuple[tuple[object, ...], ...]
     #: More rows exist than ``rows`` holds (the magic fetched one more than it shows).
     more: bool = False
-    #: The exact number of rows, when the user asked for a count.
+    #: The exact number of rows, when known without another Spark job (``-o`` fetched
+    #: them all) or when the user asked for a count.
     total: int | None = None
+    #: With ``more`` and no ``total``: how many rows the result is known to have more
+    #: than (``-o`` cut at --max-rows); the rows shown when None.
+    more_than: int | None = None
 
 
 def is_numeric_type(type_name: str) -> bool:
@@ -65,15 +69,28 @@ def _plural(count: int) -> str:
 
 
 def caption(table: ResultTable) -> str:
-    """``"3 rows"``, or what the table leaves out: ``"showing 20 of 1,000,000 rows"``,
-    ``"showing the first 20 rows (more exist: -n N shows more, --count counts them)"``."""
+    """``"3 rows"``, or what the table leaves out: ``"showing 20 of 1,000,000 rows"``
+    when the count is known, else ``"showing the first 20 rows of more than 20 (-n N
+    shows more, --count counts them)"``: counting would run the query once more."""
     shown = len(table.rows)
     if table.total is not None and table.total > shown:
         return f"showing {shown:,} of {_plural(table.total)}"
     if table.total is None and table.more:
-        more = "more exist: -n N shows more, --count counts them"
-        return f"showing the first {_plural(shown)} ({more})"
+        floor = max(shown, table.more_than or 0)
+        how = "-n N shows more, --count counts them"
+        return f"showing the first {_plural(shown)} of more than {floor:,} ({how})"
     return _plural(shown if table.total is None else table.total)
+
+
+def variable_line(name: str, rows: int, columns: int, max_rows: int | None = None) -> str:
+    """What ``-o NAME`` put in the notebook: ``"`top`: pandas DataFrame, 1,000 rows x 3
+    columns"``; ``max_rows`` when the result had more rows than that and was cut."""
+    line = f"`{name}`: pandas DataFrame, {_plural(rows)} x {columns:,} column" + (
+        "" if columns == 1 else "s"
+    )
+    if max_rows is not None:
+        line += f" (the result's first {max_rows:,}: --max-rows {max_rows})"
+    return line
 
 
 class _Writer:

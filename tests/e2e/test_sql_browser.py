@@ -209,8 +209,8 @@ def test_sql_cells_show_readable_tables_and_a_one_line_error(lab: LabServer, pag
         assert region == str(i % 3) and amount == format(Decimal(i) * Decimal("1.25"), ".2f")
         assert item == ("NULL" if i % 4 == 0 else f"item-{i}"), rows
     caption = cut.locator(".jss-sql-caption").inner_text()
-    assert (
-        caption == "showing the first 5 rows (more exist: -n N shows more, --count counts them)"
+    assert caption == (
+        "showing the first 5 rows of more than 5 (-n N shows more, --count counts them)"
     ), caption
     nulls = cut.locator(f"{TABLE} td.jss-sql-null")
     assert nulls.count() == sum(1 for row in rows if int(row[0]) % 4 == 0) >= 1
