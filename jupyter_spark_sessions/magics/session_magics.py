@@ -69,7 +69,7 @@ _LIST_HEADERS = (
     "packages",
 )
 
-_QUERY_HEADERS = ("query", "session", "state", "started by", "batch", "in/s", "done/s", "batch ms")
+_QUERY_HEADERS = ("query", "session", "state", "started by", "batch", "in/s (30 s)", "done/s", "batch ms")
 
 
 def _query_row(query: QueryView) -> list[object]:

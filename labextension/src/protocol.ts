@@ -432,7 +432,7 @@ export interface Query {
    */
   input_rows: number;
   /**
-   * Rows a second arriving, in that batch.
+   * Rows a second arriving, over its batches of the last 30 s (the board's own figure: Spark's inputRowsPerSecond of one batch after empty triggers reads far above the source's rate); null before two progress reports.
    */
   input_rate: number | null;
   /**

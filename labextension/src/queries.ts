@@ -115,8 +115,8 @@ export interface IQueryFigure {
 }
 
 /**
- * The figures of a query's details line: its last batch, input and
- * processing rates, the last batch's duration, and who started it.
+ * The figures of a query's details line: its last batch, its input rate (over
+ * the last 30 s), its processing rate, the last batch's duration, and who started it.
  */
 export function queryFigures(query: Query): IQueryFigure[] {
   return [
@@ -131,7 +131,7 @@ export function queryFigures(query: Query): IQueryFigure[] {
     {
       key: 'input',
       text: `in ${formatRate(query.input_rate)}`,
-      title: `Rows a second arriving, in its last batch (${query.input_rows} rows)`
+      title: `Rows a second arriving, over its batches of the last 30 s (its last batch: ${query.input_rows} rows)`
     },
     {
       key: 'process',
