@@ -22,7 +22,7 @@ from .board.snapshot import SessionView
 from .config import SparkSessionsConfig
 from .sessions.registry import SessionRegistry
 from .sessions.thread_tagger import ThreadJobTagger
-from .shared_driver.membership import SharedDriver
+from .shared_driver.membership import SharedDriverMembership
 
 
 class SparkSessionsApp:
@@ -39,7 +39,7 @@ class SparkSessionsApp:
         #: The kernel's SparkContext, which every classic session lives on.
         self.context = SharedContext(self.config, on_replaced=self.board.context_replaced)
         #: Where ``--remote`` sessions go, and the local Connect server if one was started.
-        self.endpoints = ConnectEndpoints(self.config, shared=SharedDriver(self.config))
+        self.endpoints = ConnectEndpoints(self.config, shared=SharedDriverMembership(self.config))
         self.registry = SessionRegistry(
             self.config,
             board=self.board,

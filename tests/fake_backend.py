@@ -66,6 +66,9 @@ class FakeBackend:
     def ui_url(self) -> str:
         return ""
 
+    def ui_note(self) -> str:
+        return ""
+
     def ui_protected(self) -> bool:
         return False
 

@@ -117,7 +117,8 @@ def test_a_jobs_group_is_the_spark_session_that_ran_it_and_the_cell_of_its_threa
             ["FAILED"],
             set(),
             {
-                "Stage cancelled: [SPARK_JOB_CANCELLED] Job 4 cancelled part of cancelled job group g": 1
+                "Stage cancelled: [SPARK_JOB_CANCELLED] Job 4 cancelled part of cancelled "
+                "job group g": 1
             },
             "cancelled",
         ),
@@ -126,7 +127,8 @@ def test_a_jobs_group_is_the_spark_session_that_ran_it_and_the_cell_of_its_threa
             ["FAILED"],
             set(),
             {
-                "Stage cancelled: [PYTHON_EXCEPTION] An exception was thrown from the Python worker": 1
+                "Stage cancelled: [PYTHON_EXCEPTION] An exception was thrown from the "
+                "Python worker": 1
             },
             "failed",
         ),

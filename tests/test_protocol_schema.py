@@ -122,6 +122,7 @@ def _session() -> SessionView:
         files=(FileView("lookup.csv", "file", 512), FileView("deps", "archive", 4096)),
         running_jobs=1,
         ui_url="http://127.0.0.1:4040",
+        ui_note="not in a real session beside ui_url: every field set for the check",
         ui_protected=True,
         operations_page="connect/",
         share="weight 3, min share 1",

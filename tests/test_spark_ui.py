@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from jupyter_spark_sessions.backends.connect import REMOTE_UI_NOTE
 from jupyter_spark_sessions.board.snapshot import SessionView
 from jupyter_spark_sessions.magics import session_magics, spark_ui
 
@@ -85,8 +86,10 @@ def test_base_url_is_jupyterhubs_prefix_else_the_root() -> None:
     assert spark_ui.base_url_from_environ({"JUPYTERHUB_SERVICE_PREFIX": "/"}) == "/"
 
 
-def _view(backend: str, ui_url: str) -> SessionView:
-    return SessionView("a", "created", backend, "local[2]", "s", True, "/tmp/a", ui_url=ui_url)
+def _view(backend: str, ui_url: str, ui_note: str = "") -> SessionView:
+    return SessionView(
+        "a", "created", backend, "local[2]", "s", True, "/tmp/a", ui_url=ui_url, ui_note=ui_note
+    )
 
 
 def test_info_shows_the_ui_and_its_path_through_the_jupyter_server(
@@ -97,5 +100,8 @@ def test_info_shows_the_ui_and_its_path_through_the_jupyter_server(
         "http://127.0.0.1:4040, through the Jupyter server: /user/ann/spark-sessions/ui/4040/jobs/"
     )
     assert session_magics._ui_text(_view("classic", "")) == "off"
-    assert session_magics._ui_text(_view("connect", "")).startswith("not linked: the Spark UI of a")
+    # The session's view says why it has no link; the magic only words it.
+    assert session_magics._ui_text(_view("connect", "", REMOTE_UI_NOTE)) == (
+        f"not linked: {REMOTE_UI_NOTE}"
+    )
     assert "HTTPS" in session_magics._ui_text(_view("classic", "https://127.0.0.1:4440"))

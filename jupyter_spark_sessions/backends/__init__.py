@@ -10,6 +10,13 @@ from __future__ import annotations
 from .base import SessionBackend
 
 
+def active_session() -> object | None:
+    """The thread's active SparkSession as PySpark sees it (classic or Connect), or None."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
 def check_adoptable(obj: object, what: str) -> None:
     """Raise a one-line error unless ``obj`` is a SparkSession of either kind that can
     still run (``what`` names it in the message). Changes nothing."""

@@ -114,6 +114,11 @@ class SessionBackend(Protocol):
         not this kernel's to show: a Connect server's)."""
         ...
 
+    def ui_note(self) -> str:
+        """Why the session has no Spark UI link when ``ui_url`` is "" (the UI is off, or
+        is a remote server's)."""
+        ...
+
     def ui_protected(self) -> bool:
         """Whether that UI answers only its owner's Jupyter server (a context or a
         local Connect server this project started on a local master: its UI wants a

@@ -320,6 +320,9 @@ class ClassicBackend:
     def ui_url(self) -> str:
         return self._ui_of_context()[1]
 
+    def ui_note(self) -> str:
+        return "" if self.ui_url() else "off (spark.ui.enabled is false)"
+
     def ui_protected(self) -> bool:
         return self._ui_of_context()[2]
 

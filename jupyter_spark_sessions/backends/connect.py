@@ -300,6 +300,27 @@ def error_line(error: BaseException) -> str:
     return type(error).__name__
 
 
+#: Why a session of a remote Spark Connect server has no link to the server's UI.
+REMOTE_UI_NOTE = (
+    "the Spark UI of a Spark Connect server runs on the server's machine and the "
+    "Connect protocol does not say where; only a local server's UI is linked"
+)
+
+
+def release_session(url: str, session_id: str, user_id: str) -> None:
+    """Have the server at ``url`` (``sc://host:port/;token=...``) release session
+    ``session_id`` of user ``user_id``: its operations interrupted, its state dropped.
+    For a session whose client is gone (the shared driver's keeper, for a kernel that
+    died)."""
+    from pyspark.sql.connect.client import SparkConnectClient
+
+    client = SparkConnectClient(connection=f"{url};session_id={session_id};user_id={user_id}")
+    try:
+        client.release_session()
+    finally:
+        client.close()
+
+
 def create(
     endpoint: Endpoint,
     name: str,
@@ -436,6 +457,9 @@ class ConnectBackend:
 
     def ui_url(self) -> str:
         return self.endpoint.ui_url  # a local server's; a remote one's is not known
+
+    def ui_note(self) -> str:
+        return "" if self.endpoint.ui_url else REMOTE_UI_NOTE
 
     def ui_protected(self) -> bool:
         return self.endpoint.ui_protected

@@ -243,8 +243,10 @@ def _last_line(path: Path) -> str:
     return (errors or lines or ["(empty log)"])[-1].strip()[:300]
 
 
-class SharedServer(Protocol):
-    """The shared server of this user's notebooks (``shared_driver.membership``)."""
+class SharedDriverMembership(Protocol):
+    """This kernel's membership of its user's shared Spark driver: what
+    ``shared_driver.membership.SharedDriverMembership`` does, seen from ``backends`` (which
+    does not import it: the imports go one way)."""
 
     def endpoint(self, progress: Callable[[str], None]) -> Endpoint: ...
 
@@ -262,7 +264,9 @@ class ConnectEndpoints:
     for ``local`` the server this kernel starts (on first use, and again if it died: on
     another port), for ``shared`` the server of this user's notebooks."""
 
-    def __init__(self, config: SparkSessionsConfig, shared: SharedServer | None = None) -> None:
+    def __init__(
+        self, config: SparkSessionsConfig, shared: SharedDriverMembership | None = None
+    ) -> None:
         self.config = config
         self._lock = threading.Lock()
         self._local: LocalConnectServer | None = None

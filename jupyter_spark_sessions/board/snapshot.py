@@ -165,6 +165,8 @@ class SessionView:
     running_jobs: int = 0
     #: The driver's Spark UI ("" when it is off, or the server's own: Connect).
     ui_url: str = ""
+    #: Why it has no UI link ("" when it has one): off, or a remote Connect server's.
+    ui_note: str = ""
     #: That UI answers only this kernel's Jupyter server (False: anyone who reaches its
     #: port reads it, as a context the user started or a cluster master's).
     ui_protected: bool = False

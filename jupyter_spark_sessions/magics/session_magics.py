@@ -14,7 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 
-from .. import protocol
+from .. import backends, protocol
 from ..backends import scheduler_pools
 from ..backends.scheduler_pools import PoolShare
 from ..board.snapshot import FINAL_STATES, GroupView, QueryView, SessionView, failure_of
@@ -69,7 +69,16 @@ _LIST_HEADERS = (
     "packages",
 )
 
-_QUERY_HEADERS = ("query", "session", "state", "started by", "batch", "in/s (30 s)", "done/s", "batch ms")
+_QUERY_HEADERS = (
+    "query",
+    "session",
+    "state",
+    "started by",
+    "batch",
+    "in/s (30 s)",
+    "done/s",
+    "batch ms",
+)
 
 
 def _query_row(query: QueryView) -> list[object]:
@@ -127,9 +136,7 @@ def _ui_text(info: SessionView) -> str:
     """The session's Spark UI: its address, and its path through the Jupyter server
     (which works when the browser cannot reach the driver's port)."""
     if not info.ui_url:
-        if info.backend == "connect":
-            return f"not linked: {spark_ui.CONNECT_REMOTE_REASON}"
-        return "off"
+        return f"not linked: {info.ui_note}" if info.ui_note else "off"
     path = spark_ui.jobs_path(info.ui_url)
     if path is None:
         return f"{info.ui_url} ({spark_ui.no_link_reason(info.ui_url)})"
@@ -216,9 +223,7 @@ class SparkSessionMagics(Magics):
             target = self.ip.user_ns[args.variable]
             what = f"'{args.variable}'"
         else:
-            from pyspark.sql import SparkSession
-
-            target = SparkSession.getActiveSession()
+            target = backends.active_session()
             if target is None:
                 raise UsageError(
                     "There is no active SparkSession to adopt: name a variable "

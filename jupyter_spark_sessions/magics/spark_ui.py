@@ -34,12 +34,6 @@ UNPROTECTED_NOTE = (
     "local user (and, on a cluster master, the network) can read it"
 )
 
-#: Why a session of a Spark Connect server has no link to the server's UI.
-CONNECT_REMOTE_REASON = (
-    "the Spark UI of a Spark Connect server runs on the server's machine and the "
-    "Connect protocol does not say where; only a local server's UI is linked"
-)
-
 
 def ui_port(ui_url: str | None) -> int | None:
     """The port of a Spark UI address (``http://127.0.0.1:4040`` -> 4040); None when

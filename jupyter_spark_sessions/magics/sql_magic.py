@@ -107,7 +107,7 @@ class SqlRequest:
     sql: str
 
 
-def parse_request(line: str, cell: str | None, session_names: set[str]) -> SqlRequest:
+def parse_sql_cell(line: str, cell: str | None, session_names: set[str]) -> SqlRequest:
     """The options and the SQL of a line (cell form: ``[NAME] [options]``, the SQL is the
     cell; line form: ``[options] [NAME] query``). UsageError in one line for a mistake."""
     if cell is not None:
@@ -169,7 +169,7 @@ class SparkSqlMagics(Magics):
             raise UsageError(str(exc)) from None
 
     def _run(self, line: str, cell: str | None) -> None:
-        request = parse_request(line, cell, set(self.registry.names()))
+        request = parse_sql_cell(line, cell, set(self.registry.names()))
         options = request.options
         name, session = self._session(options.name)
         statements = split_sql(request.sql)

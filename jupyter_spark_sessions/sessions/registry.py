@@ -212,12 +212,13 @@ class SessionRegistry:
             if running_jobs is None:
                 running_jobs = 0 if problem else backend.running_jobs()
             ui_url = "" if problem else backend.ui_url()
+            ui_note = "" if ui_url or problem else backend.ui_note()
             protected = bool(ui_url) and backend.ui_protected()
             if not problem:
                 share, slots = backend.share(), backend.slots()
         except Exception as exc:  # the driver or server went away
             master, problem, running_jobs, ui_url = "(unreachable)", _first_line(exc), 0, ""
-            protected = False
+            protected, ui_note = False, ""
         return SessionView(
             name=managed.name,
             origin=managed.origin,
@@ -230,6 +231,7 @@ class SessionRegistry:
             files=tuple(FileView(a.name, a.kind, a.size) for a in managed.artifacts.list()),
             running_jobs=running_jobs,
             ui_url=ui_url,
+            ui_note=ui_note,
             ui_protected=protected,
             operations_page=backend.operations_page() if ui_url else "",
             share=share,

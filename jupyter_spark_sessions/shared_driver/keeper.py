@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..backends.connect import release_session
 from ..backends.local_connect_server import LocalConnectServer
 from .rendezvous import FAILED, RUNNING, Lease, Process, Rendezvous, ServerRecord
 
@@ -148,17 +149,9 @@ class Keeper:
     def release(self, sessions: Iterable[dict[str, str]]) -> None:
         """Release sessions of a kernel that is gone (best effort: its operations are
         interrupted and its state dropped by the server)."""
-        from pyspark.sql.connect.client import SparkConnectClient
-
         for session in sessions:
-            url = (
-                f"{self.record.url};session_id={session['session_id']}"
-                f";user_id={session.get('user_id', '')}"
-            )
             try:
-                client = SparkConnectClient(connection=url)
-                client.release_session()
-                client.close()
+                release_session(self.record.url, session["session_id"], session.get("user_id", ""))
                 log.info("Released session %s of a kernel that is gone.", session["session_id"])
             except Exception as exc:  # the server may be going too
                 log.warning("Could not release session %s: %s", session["session_id"], exc)

@@ -43,7 +43,7 @@ KEPT_LOGS = 24 * 3600.0
 _NOT_INHERITED = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
 
 
-class SharedDriver:
+class SharedDriverMembership:
     """This kernel's membership of its user's shared Spark Connect server."""
 
     def __init__(self, config: SparkSessionsConfig) -> None:

@@ -272,6 +272,10 @@ export interface Session {
    */
   ui_url: string;
   /**
+   * Why the session has no Spark UI link ("" when it has one): the UI is off, or a remote Spark Connect server's UI, which the protocol does not locate.
+   */
+  ui_note: string;
+  /**
    * That UI answers only this kernel's Jupyter server (it wants a secret the server adds: a context or a local Spark Connect server this project started on a local master); false when anyone who reaches its port can read it (a context the user started, a cluster master's) or there is no UI.
    */
   ui_protected: boolean;

@@ -69,6 +69,7 @@ export function session(partial: Partial<Session> = {}): Session {
     files: [],
     running_jobs: 0,
     ui_url: '',
+    ui_note: '',
     ui_protected: false,
     operations_page: '',
     share: '',
