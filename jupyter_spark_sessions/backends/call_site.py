@@ -24,6 +24,7 @@ import threading
 from typing import Any
 
 from .. import job_descriptions
+from .driver import set_call_site
 
 #: The classic actions that start jobs without setting a call site: (module, class,
 #: methods). Nested ones (``parquet`` inside ``save``) keep the outer call site.
@@ -125,13 +126,13 @@ def _patch_call_site_sync(call_site_sync: Any) -> None:
     def __enter__(self: Any) -> None:
         depth = getattr(_depth, "value", 0)
         if depth == 0:
-            self._context._jsc.setCallSite(self._call_site)
+            set_call_site(self._context, self._call_site)
         _depth.value = depth + 1
 
     def __exit__(self: Any, *exc_info: object) -> None:
         _depth.value = getattr(_depth, "value", 1) - 1
         if _depth.value == 0:
-            self._context._jsc.setCallSite(None)
+            set_call_site(self._context, None)
 
     for method in (__init__, __enter__, __exit__):
         setattr(method, _MARK, True)

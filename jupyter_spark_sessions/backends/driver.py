@@ -62,7 +62,7 @@ def driver_state(sc: SparkContext, recent: bool = False) -> DriverState:
     if recent and checked is not None and time.monotonic() - checked < _RUNNING_FOR:
         return "running"
     try:
-        stopped = bool(_scala_context(sc).isStopped())
+        stopped = bool(scala_context(sc).isStopped())
     except (Py4JError, OSError):  # the JVM died a moment ago
         return "lost"
     if stopped:
@@ -77,12 +77,20 @@ def driver_state(sc: SparkContext, recent: bool = False) -> DriverState:
 _RUNNING_FOR = 1.0
 
 
-def _scala_context(sc: SparkContext) -> Any:
-    # ``sc._jsc.sc()`` kept: asked anew, it costs a round trip and another to free it.
+def scala_context(sc: SparkContext) -> Any:
+    """The JVM's (Scala) SparkContext of ``sc``: the one way this package reaches PySpark's
+    private ``sc._jsc`` for it (the status store, the task scheduler, job cancel by id).
+    Kept on ``sc``: asked anew, it costs a round trip and another to free it."""
     scala = getattr(sc, "_jss_scala_context", None)
     if scala is None or scala._gateway_client is not sc._jsc._gateway_client:  # private
         scala = sc._jss_scala_context = sc._jsc.sc()  # type: ignore[attr-defined]
     return scala
+
+
+def set_call_site(sc: SparkContext, call_site: str | None) -> None:
+    """Name the thread's next jobs ``call_site`` (None: Spark's own again), as PySpark's
+    ``SCCallSiteSync`` does through the private ``sc._jsc``."""
+    sc._jsc.setCallSite(call_site)  # private
 
 
 def _gateway_of(sc: SparkContext) -> Any:

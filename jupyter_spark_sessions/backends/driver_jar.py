@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .driver import scala_context
+
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
@@ -49,7 +51,7 @@ def _make(sc: SparkContext, class_name: str) -> Any:
     global _loader
     gateway, jvm = sc._gateway, sc._jvm  # private
     assert gateway is not None and jvm is not None
-    context = sc._jsc.sc()  # private: the Scala SparkContext
+    context = scala_context(sc)
     if _loader is None or _loader[0] is not gateway:  # a new JVM: a new loader
         urls = gateway.new_array(jvm.java.net.URL, 1)
         urls[0] = jvm.java.io.File(str(JAR)).toURI().toURL()

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .driver import scala_context
+
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
@@ -54,7 +56,7 @@ def mode(sc: SparkContext) -> str:
 
 def ensure_pool(sc: SparkContext, name: str, weight: int = 1, min_share: int = 0) -> None:
     """Make the pool ``name`` (FIFO inside) unless the context has one of that name."""
-    root = sc._jsc.sc().taskScheduler().rootPool()  # private
+    root = scala_context(sc).taskScheduler().rootPool()  # private
     if root.getSchedulableByName(name) is not None:
         return
     jvm: Any = sc._jvm
@@ -64,5 +66,5 @@ def ensure_pool(sc: SparkContext, name: str, weight: int = 1, min_share: int = 0
 
 def pool_weights(sc: SparkContext, name: str) -> tuple[int, int] | None:
     """(weight, minimum share) of the pool ``name``; None when there is none."""
-    pool = sc._jsc.sc().taskScheduler().rootPool().getSchedulableByName(name)  # private
+    pool = scala_context(sc).taskScheduler().rootPool().getSchedulableByName(name)  # private
     return None if pool is None else (int(pool.weight()), int(pool.minShare()))
