@@ -129,7 +129,7 @@ class SqlInputError(SparkSessionsError):
 class SqlStatementError(SparkSessionsError):
     """How a ``%%spark_sql`` cell ends when Spark refused or failed one of its
     statements: Spark's error class, message and the position marker in at most four
-    lines (``sql/error_text``); its ``__cause__`` is Spark's own error (``%tb``)."""
+    lines (``sql/short_errors``); its ``__cause__`` is Spark's own error (``%tb``)."""
 
 
 class UnknownQueryError(SparkSessionsError):

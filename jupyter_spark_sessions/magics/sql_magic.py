@@ -6,7 +6,7 @@ the session (``SessionRegistry.running_in``, as ``%%spark_session NAME``): progr
 the cell, Cancel from every view, Interrupt cancels only it. Only the rows shown are
 fetched (one more, to know whether there are more). Every mistake in the magic's line
 or the cell's text is one line before anything runs; an error Spark raises for a
-statement is at most four lines (``sql/error_text``), with Spark's own in ``%tb``.
+statement is at most four lines (``sql/short_errors``), with Spark's own in ``%tb``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ..backends import temp_views
 from ..backends.spark_errors import cancellation_line
 from ..cells.run_in_session import show_from_spark
 from ..errors import SparkSessionsError, SqlStatementError
-from ..sql.error_text import missing_view, short_sql_error
+from ..sql.short_errors import missing_view, short_sql_error
 from ..sql.result_table import ResultTable, mime_bundle, variable_line
 from ..sql.statements import BoundStatement, bind_variables, is_command, outcome_line
 from ..sql.statements import split_statements as split_sql

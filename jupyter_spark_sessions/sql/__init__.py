@@ -5,6 +5,6 @@ scripts; ``{name}`` variables bound as parameters or DataFrames; each statement'
 and the one line a command ends with) in ``statements.py``; a result as a table a
 person can read, in HTML and plain text, in ``result_table.py``; and Spark's SQL errors
 in at most four lines (error class, message, the query line with a caret) in
-``error_text.py``. Nothing here starts Spark or displays anything: the magic hands in
+``short_errors.py``. Nothing here starts Spark or displays anything: the magic hands in
 text, rows and exceptions, and gets strings back.
 """

@@ -1,4 +1,4 @@
-"""Spark's SQL errors in at most four lines (jupyter_spark_sessions/sql/error_text.py),
+"""Spark's SQL errors in at most four lines (jupyter_spark_sessions/sql/short_errors.py),
 read from real exceptions of a real local SparkSession: the error class and message,
 the query line and a caret under the spot, never a JVM stack or a plan.
 
@@ -16,7 +16,7 @@ import pytest
 
 from jupyter_spark_sessions.backends import driver
 from jupyter_spark_sessions.backends.temp_views import has_temp_view, sessions_with_temp_view
-from jupyter_spark_sessions.sql.error_text import (
+from jupyter_spark_sessions.sql.short_errors import (
     ErrorPosition,
     missing_view,
     name_parts,
