@@ -1,20 +1,24 @@
 """``SparkSession.builder.getOrCreate()`` in a thread bound to a managed session returns
 that session (``backends/builder_binding.py``), through the run's shared kernel: after
 ``use``, in a ``%%spark_session`` cell, for pandas-on-Spark's default session, on Spark
-Connect, unchanged where nothing is bound, its options applied or named in one line,
-and a notebook written for plain PySpark (as getting-started notebooks are) run
-unchanged after ``use nb``. The first test
-checks the private PySpark API the patch wraps, without a kernel."""
+Connect, unchanged where nothing is bound, its options applied or named in one note
+(once, on stdout), and a notebook written for plain PySpark (as getting-started notebooks
+are) run unchanged after ``use nb``. So do PySpark's other openings
+(``backends/context_binding.py``): ``SparkContext(conf=SparkConf())`` then
+``SparkSession(sparkContext=sc)``, ``SparkContext.getOrCreate()``, ``SQLContext``, ...
+give the shared context and the bound session. The first two tests check the private
+PySpark API the patches wrap, without a kernel."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from jupyter_spark_sessions.backends import builder_binding
+from jupyter_spark_sessions.backends import builder_binding, context_binding
 from kernel_driver import Kernel
 
 NOTEBOOK = Path(__file__).resolve().parent / "data" / "plain_pyspark_notebook.py"
@@ -63,13 +67,61 @@ def test_pyspark_builders_are_what_builder_binding_wraps() -> None:
         assert cls.builder.remote("sc://h")._options.get("spark.remote") == "sc://h"
     # What ``bound`` reads to tell a usable session.
     assert "is_stopped" in dir(ConnectSession)
-    assert "_sc" in SparkSession.__init__.__code__.co_names
+    assert "_sc" in inspect.unwrap(SparkSession.__init__).__code__.co_names
     builder_binding.install()
     builder_binding.install()  # idempotent: wrapped once
     for cls in (SparkSession, ConnectSession):
         wrapped = cls.Builder.getOrCreate
         assert getattr(wrapped, builder_binding._MARK, False), f"{cls}: not wrapped"
         assert not getattr(wrapped.__wrapped__, builder_binding._MARK, False), "wrapped twice"
+
+
+def test_pyspark_constructors_are_what_context_binding_wraps() -> None:
+    from pyspark.core.context import SparkContext
+    from pyspark.sql import SparkSession, SQLContext
+
+    # __new__ returns the running object, then Python runs __init__ on it: PySpark's own
+    # __new__ (none today) would be bypassed, its __init__ must be skipped.
+    for cls in (SparkContext, SparkSession):
+        own = [
+            base.__name__
+            for base in cls.__mro__[:-1]
+            if "__new__" in vars(base)
+            and not getattr(
+                getattr(vars(base)["__new__"], "__func__", None), context_binding._MARK, False
+            )
+        ]
+        assert own == [], f"PySpark defines __new__ in {own}: fix backends/context_binding"
+    context_init = inspect.signature(inspect.unwrap(SparkContext.__init__)).parameters
+    wanted = {"self", "master", "appName", "conf", *context_binding._CONTEXT_ARGUMENTS}
+    assert wanted == set(context_init), f"SparkContext.__init__ changed: {list(context_init)}"
+    # What the binding spares a bound thread; and what it reads.
+    assert "Cannot run multiple SparkContexts" in inspect.getsource(
+        SparkContext._ensure_initialized
+    )
+    assert "_active_spark_context" in vars(SparkContext)
+    session_init = inspect.signature(inspect.unwrap(SparkSession.__init__)).parameters
+    assert list(session_init) == ["self", "sparkContext", "jsparkSession", "options"]
+    assert "_instantiatedSession" in vars(SparkSession)
+    assert "_instantiatedContext" in vars(SQLContext)
+    assert "cls._get_or_create(sc)" in inspect.getsource(SQLContext.getOrCreate), (
+        "SQLContext.getOrCreate no longer goes through _get_or_create"
+    )
+    assert context_binding.install()
+    assert context_binding.install()  # idempotent: wrapped once
+    for owner, name in (
+        (SparkContext, "__new__"),
+        (SparkContext, "__init__"),
+        (SparkContext, "getOrCreate"),
+        (SparkSession, "__new__"),
+        (SparkSession, "__init__"),
+        (SQLContext, "_get_or_create"),
+    ):
+        attribute = inspect.getattr_static(owner, name)
+        function = getattr(attribute, "__func__", attribute)
+        assert getattr(function, context_binding._MARK, False), f"{owner}.{name}: not wrapped"
+        inner = getattr(function, "__wrapped__", None)
+        assert not getattr(inner, context_binding._MARK, False), f"{name}: wrapped twice"
 
 
 # -- through the shared kernel ---------------------------------------------------------
@@ -169,13 +221,14 @@ def test_options_are_applied_or_named_in_one_line(nb: Kernel) -> None:
         "      .config('spark.executor.memory', '3g').getOrCreate())"
     )
     assert nb.value("_s is spark") is True
-    lines = [ln for ln in ran.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, ran.stderr
-    assert re.search(
-        r"getOrCreate\(\) returned the bound session 'nb' of jupyter_spark_sessions: "
-        r"appName, master, spark.executor.memory cannot change a running context",
-        lines[0],
-    ), lines
+    # A note on stdout (not red, as an error on stderr is), in one line.
+    assert ran.stderr.strip() == "", ran.stderr
+    lines = [ln for ln in ran.stdout.splitlines() if ln.strip()]
+    assert lines == [
+        "Note: getOrCreate() gave the bound session 'nb' of jupyter_spark_sessions: "
+        "appName, master, spark.executor.memory cannot change a running context "
+        "(ignored; runtime SQL settings were applied)."
+    ], ran.stdout
     assert "Using an existing Spark session" not in ran.stdout + ran.stderr
     assert nb.value("spark.conf.get('spark.sql.shuffle.partitions')") == "7"
     assert (
@@ -187,7 +240,13 @@ def test_options_are_applied_or_named_in_one_line(nb: Kernel) -> None:
     quiet = nb.ok(
         "_s = SparkSession.builder.config('spark.sql.shuffle.partitions', '7').getOrCreate()"
     )
-    assert quiet.stderr.strip() == "", quiet.stderr
+    assert quiet.stderr.strip() == quiet.stdout.strip() == "", quiet.stdout + quiet.stderr
+    # The same settings asked again: told once already.
+    again = nb.ok(
+        "_s = SparkSession.builder.appName('x').master('local[1]')"
+        ".config('spark.executor.memory', '3g').getOrCreate()"
+    )
+    assert again.stderr.strip() == again.stdout.strip() == "", again.stdout + again.stderr
 
 
 def notebook_cells() -> list[tuple[str, str]]:
@@ -229,6 +288,152 @@ def test_a_plain_pyspark_notebook_runs_in_the_bound_session(nb: Kernel) -> None:
     assert nb.value(f"{root}.catalog.tableExists('sales')") is False
     groups = in_groups(nb, "nb", [counts[n] for n in ("3", "4", "5", "6")])
     assert not groups.get("nb:background"), groups
+
+
+# -- PySpark's other openings (context_binding) ----------------------------------------
+
+#: How many tutorials open (the notebook's first cell, PySpark's own examples).
+TUTORIAL_OPENING = (
+    "from pyspark import SparkContext, SparkConf\n"
+    "sc = SparkContext(conf=SparkConf())\n"
+    "from pyspark.sql import SparkSession\n"
+    "spark = SparkSession(sparkContext=sc)\n"
+)
+
+
+@pytest.mark.spark
+@pytest.mark.kernel
+def test_a_tutorial_opening_runs_in_the_bound_session(nb: Kernel) -> None:
+    nb.ok("%spark_session use nb")
+    ran = nb.execute(
+        TUTORIAL_OPENING + "_n = spark.range(10).count()\n"
+        "_r = sc.parallelize(range(4), 2).map(lambda x: x * 2).sum()"
+    )
+    assert ran.status == "ok", f"{ran.error_name}: {ran.error_value[:300]}"
+    assert ran.execution_count is not None
+    # Nothing asked that the running context cannot take: nothing said.
+    assert ran.stdout == "" and ran.stderr.strip() == "", ran.stdout + ran.stderr
+    assert nb.value("[_bb_managed(spark), sc is spark.sparkContext, _n, _r]") == [
+        "nb",
+        True,
+        10,
+        12,
+    ]
+    # `spark` is still nb: the next cells are nb's too.
+    later = run_job(nb, "_n = spark.range(5).count()")
+    groups = in_groups(nb, "nb", [ran.execution_count, later])
+    assert len(groups[f"nb:{ran.execution_count}"]) >= 2, groups  # the SQL and the RDD job
+    root = "SparkSession._instantiatedSession"
+    assert nb.value(f"{root} is not spark and _bb_managed({root}) is None") is True
+
+
+@pytest.mark.spark
+@pytest.mark.kernel
+def test_settings_a_running_context_cannot_take_are_noted_once_on_stdout(nb: Kernel) -> None:
+    # A session of its own: a note is once per session and set of settings. (The
+    # kernel runs local[2]: a master asked for and in effect is not ignored.)
+    nb.ok("%spark_session create notes")
+    nb.ok("%spark_session use notes")
+    opening = TUTORIAL_OPENING.replace(
+        "SparkConf()",
+        "SparkConf().setAppName('tutorial').setMaster('local[1]')"
+        ".set('spark.sql.shuffle.partitions', '5')",
+    )
+    runs = [nb.execute(opening + "_n = spark.range(3).count()") for _ in range(3)]
+    for ran in runs:
+        assert ran.status == "ok", f"{ran.error_name}: {ran.error_value[:300]}"
+        assert ran.stderr.strip() == "", ran.stderr
+    assert runs[0].stdout.splitlines() == [
+        "Note: SparkContext() gave the running context of the bound session 'notes' of "
+        "jupyter_spark_sessions: appName, master cannot change a running context "
+        "(ignored; runtime SQL settings were applied)."
+    ], runs[0].stdout
+    assert [ran.stdout for ran in runs[1:]] == ["", ""]
+    # The runtime SQL setting went to the bound session, as to a context's sessions.
+    assert nb.value("[_bb_managed(spark), spark.conf.get('spark.sql.shuffle.partitions')]") == [
+        "notes",
+        "5",
+    ]
+    assert nb.value("spark.sparkContext.appName") != "tutorial"
+    # The same settings through the builder: told already.
+    quiet = nb.ok("_s = SparkSession.builder.appName('t2').master('local[1]').getOrCreate()")
+    assert quiet.stdout == "" and quiet.stderr.strip() == "", quiet.stdout + quiet.stderr
+    nb.ok("%spark_session use nb")
+    nb.ok("_bb_reg.stop('notes').wait(30)")
+
+
+#: PySpark's other ways to the context and a session, each checked in a bound cell.
+SIBLINGS = {
+    "SparkContext.getOrCreate()": "SparkContext.getOrCreate() is _ctx",
+    "SparkContext.getOrCreate(conf)": "SparkContext.getOrCreate(SparkConf()) is _ctx",
+    "SparkContext(master, appName)": "SparkContext('local[2]', 'tutorial') is _ctx",
+    "SparkContext()": "SparkContext() is _ctx",
+    "SparkSession(sc)": "SparkSession(_ctx) is spark",
+    "SparkSession(sc, options)": "SparkSession(_ctx, options={'k': 'v'}) is spark",
+    "SparkSession(sc).builder.getOrCreate()": "SparkSession(_ctx).builder.getOrCreate() is spark",
+    "SQLContext(sc)": "SQLContext(_ctx).sparkSession is spark",
+    "SQLContext.getOrCreate(sc)": "SQLContext.getOrCreate(_ctx).sparkSession is spark",
+    "SQLContext.getOrCreate(sc) again": "SQLContext.getOrCreate(_ctx) is _sql",
+}
+
+
+@pytest.mark.spark
+@pytest.mark.kernel
+def test_pysparks_other_openings_give_the_shared_context_and_the_bound_session(
+    nb: Kernel,
+) -> None:
+    nb.ok("%spark_session use nb")
+    checks = ",\n".join(f"    {name!r}: {check}" for name, check in SIBLINGS.items())
+    count = run_job(
+        nb,
+        "import warnings\n"
+        "from pyspark import SparkContext, SparkConf\n"
+        "from pyspark.sql import SQLContext\n"
+        "_ctx = spark.sparkContext\n"
+        # The process's first SQLContext is another session's (the root's).
+        "_first = SQLContext._instantiatedContext\n"
+        "SQLContext._instantiatedContext = SQLContext(_ctx, SparkSession._instantiatedSession)\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('ignore', FutureWarning)  # SQLContext is deprecated\n"
+        "    _sql = SQLContext.getOrCreate(_ctx)\n"
+        "    _got = {\n" + checks + "\n    }\n"
+        "    _n = SQLContext.getOrCreate(_ctx).range(6).count()\n"
+        "SQLContext._instantiatedContext = _first\n",
+    )
+    assert nb.value("_got") == dict.fromkeys(SIBLINGS, True)
+    assert nb.value("[_n, spark.conf.get('k')]") == [6, "v"]
+    in_groups(nb, "nb", [count])
+
+
+@pytest.mark.spark
+@pytest.mark.kernel
+def test_where_nothing_is_bound_pysparks_constructors_are_unchanged(nb: Kernel) -> None:
+    nb.ok("spark = None")  # no managed session bound
+    probe = (
+        "from pyspark import SparkContext, SparkConf\n"
+        "from pyspark.sql import SQLContext\n"
+        "def _probe():\n"
+        "    ctx = SparkContext._active_spark_context\n"
+        "    try:\n"
+        "        SparkContext(conf=SparkConf())\n"
+        "        raised = ''\n"
+        "    except ValueError as error:\n"
+        "        raised = str(error)\n"
+        "    plain = SparkSession(ctx)\n"
+        "    return [raised.split(';')[0], _bb_managed(plain), plain is SparkSession(ctx),\n"
+        "            SQLContext.getOrCreate(ctx) is SQLContext._instantiatedContext]\n"
+    )
+    unchanged = ["Cannot run multiple SparkContexts at once", None, False, True]
+    nb.ok(probe + "_plain = _probe()")
+    assert nb.value("_plain") == unchanged
+    # A plain thread started from a bound cell is bound to nothing either.
+    nb.ok("%spark_session use nb")
+    nb.ok(
+        "import threading as _bb_threading\n_in_thread = []\n"
+        "_t = _bb_threading.Thread(target=lambda: _in_thread.append(_probe()))\n"
+        "_t.start(); _t.join()"
+    )
+    assert nb.value("_in_thread") == [unchanged]
 
 
 # -- Spark Connect, in the same shared kernel ------------------------------------------

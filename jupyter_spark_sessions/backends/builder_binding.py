@@ -8,10 +8,13 @@ whatever the backend's ``tag_thread`` binds), ``getOrCreate()`` of PySpark's bui
 builder's runtime SQL options are set on it, as Spark's ``applyModifiableSettings``
 does for the session it returns; options that cannot change a running context
 (``appName``, ``master``, ``remote``, static and core settings such as
-``spark.executor.memory``) are ignored with ONE line on stderr naming them (Spark's own
-``WARN SparkSession: Using an existing Spark session ...`` is not drawn). Where no
-managed session is bound, or the bound one is no longer usable, PySpark's own
-``getOrCreate`` runs unchanged.
+``spark.executor.memory``) are ignored with one note naming them, on stdout and once per
+session and set of ignored settings (a notebook that asks three times is told once;
+Spark's own ``WARN SparkSession: Using an existing Spark session ...`` is not drawn).
+Where no managed session is bound, or the bound one is no longer usable, PySpark's own
+``getOrCreate`` runs unchanged. ``context_binding`` does the same for
+``SparkContext(...)``, ``SparkSession(sc)`` and ``SQLContext.getOrCreate(sc)`` (the
+classic backend's ``tag_thread`` installs it).
 
 Why: Spark's Scala builder "first checks whether there is a valid thread-local
 SparkSession, and if yes, return that one"; PySpark's classic builder returns the
@@ -35,6 +38,8 @@ import functools
 import logging
 import sys
 import threading
+import weakref
+from collections.abc import Iterable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -56,6 +61,8 @@ _lock = threading.Lock()
 _patched: set[str] = set()
 #: This thread's binding: (session, name, connect) or None.
 _bound = threading.local()
+#: The sets of ignored settings each session's note named already.
+_noted: weakref.WeakKeyDictionary[Any, set[frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
 def bind(session: Any, name: str, connect: bool) -> None:
@@ -130,11 +137,18 @@ def _serves(binding: tuple[Any, str, bool], options: dict[str, Any], connect_bui
     return not connect_builder and not wants_connect
 
 
-def apply_options(session: Any, name: str, options: dict[str, Any]) -> list[str]:
+def apply_options(
+    session: Any,
+    name: str,
+    options: dict[str, Any],
+    call: str = "getOrCreate()",
+    ignored: Iterable[str] = (),
+) -> list[str]:
     """Set the builder's ``options`` on ``session`` as Spark's ``applyModifiableSettings``
     does (the runtime ones; a value already set is left alone); the ones that cannot
-    change a running context are named in one line on stderr. Returns their names."""
-    ignored: list[str] = []
+    change a running context, and ``ignored`` (names of the ``call``'s other arguments),
+    are named in one note (``note``). Returns their names."""
+    ignored = list(ignored)
     conf = session.conf
     for key, value in options.items():
         value = str(value)
@@ -150,10 +164,30 @@ def apply_options(session: Any, name: str, options: dict[str, Any]) -> list[str]
             conf.set(key, value)  # runtime SQL settings; unknown keys, as Spark does
         except Exception:  # static SQL and core settings: Spark refuses them
             ignored.append(key)
+    ignored = list(dict.fromkeys(ignored))
     if ignored:
-        sys.stderr.write(
-            f"getOrCreate() returned the bound session {name!r} of jupyter_spark_sessions: "
-            f"{', '.join(dict.fromkeys(ignored))} cannot change a running context "
-            "(ignored; runtime SQL settings were applied).\n"
-        )
+        note(session, name, call, ignored)
     return ignored
+
+
+def note(session: Any, name: str, call: str, ignored: list[str]) -> None:
+    """Print on stdout that ``call`` gave the bound ``session`` and ignored the settings
+    ``ignored`` (a note, not an error: the notebook goes on as it would), unless this
+    session's note named the same settings already."""
+    what = frozenset(ignored)
+    try:
+        seen = _noted.setdefault(session, set())
+    except TypeError:  # an object without weak references: noted every time
+        seen = set()
+    if what in seen:
+        return
+    seen.add(what)
+    # SparkContext(), SparkContext.getOrCreate(): the context, which is the session's.
+    gave = f"the bound session {name!r}"
+    if call.startswith("SparkContext"):
+        gave = f"the running context of {gave}"
+    print(
+        f"Note: {call} gave {gave} of jupyter_spark_sessions: "
+        f"{', '.join(ignored)} cannot change a running context "
+        "(ignored; runtime SQL settings were applied)."
+    )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfError, ContextStoppedError, NotASparkSessionError
 from ..job_tags import session_tag
-from . import api_flavour, builder_binding, call_site, cell_scope, scheduler_pools
+from . import api_flavour, builder_binding, call_site, cell_scope, context_binding, scheduler_pools
 from .base import BackendKind, JobRef, OperationSink
 from .driver import (
     context_is_stopped,
@@ -388,6 +388,7 @@ class ClassicBackend:
         applied.python_active_before = SparkSession._activeSession  # private
         SparkSession._activeSession = self.session
         builder_binding.bind(self.session, self.name, connect=False)  # getOrCreate()
+        context_binding.install()  # SparkContext(...), SparkSession(sc), SQLContext
         applied.flavour_before = api_flavour.use(connect=False)
         return applied
 

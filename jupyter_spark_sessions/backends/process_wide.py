@@ -105,6 +105,22 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
         guard=_PRIVATE_APIS + "test_pysparks_builders_return_the_bound_session_from_getorcreate",
     ),
     ProcessWideChange(
+        what="pyspark SparkContext and SparkSession given a __new__ and their __init__ "
+        "wrapped, SparkContext.getOrCreate and SQLContext._get_or_create wrapped "
+        "(class-wide, from the first classic binding on); reads the private "
+        "SparkContext._active_spark_context and SparkSession._instantiatedSession",
+        where="backends/context_binding.py",
+        mark="cls.__new__ = staticmethod(__new__)",
+        why="in a thread bound to a managed classic session, `SparkContext(conf=...)`, "
+        "`SparkSession(sc)` and `SQLContext.getOrCreate(sc)` give the running context and "
+        "the bound session, as notebooks written for plain PySpark expect",
+        breaks_without="a tutorial's `sc = SparkContext(conf=SparkConf())` raises `Cannot "
+        "run multiple SparkContexts at once` after `use`, and `SparkSession(sc)` puts the "
+        "notebook's work in the context's root session: no isolation, no board, no Cancel",
+        guard="tests/test_builder_binding_kernel.py::"
+        "test_pyspark_constructors_are_what_context_binding_wraps",
+    ),
+    ProcessWideChange(
         what="environment variable SPARK_CONNECT_MODE_ENABLED set (Connect) or removed "
         "(classic) while a bound cell runs, and removed while a context starts or a "
         "classic session is made",
