@@ -14,11 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "jupyter_spark_sessions"
 
 #: How a module changes process-wide state: the environment, a signal handler, a
-#: logging filter, a PySpark class attribute, a replaced method.
+#: logging or warnings filter, a PySpark class attribute, a replaced method.
 _CHANGE = re.compile(
     r"os\.environ(\[[^\]]+\]\s*=[^=]|\.(setdefault|update|pop|clear)\()"
     r"|\bsignal\.signal\("
     r"|\.addFilter\("
+    r"|\bwarnings\.filterwarnings\("  # not simplefilter in catch_warnings: scoped
     r"|\b(SparkSession|SparkContext)\.\w+(\s*,\s*\w+\.\w+)*\s*=[^=]"
     r"|\bsetattr\("
 )

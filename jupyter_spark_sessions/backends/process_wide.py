@@ -158,6 +158,18 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
         guard=_PRIVATE_APIS + "test_python_workers_run_the_kernels_interpreter",
     ),
     ProcessWideChange(
+        what="a warnings filter ignoring the Spark Connect client's UserWarning "
+        "[RETRIES_EXCEEDED] (for every thread, once a Connect session was made)",
+        where="backends/connect.py",
+        mark='warnings.filterwarnings("ignore", message=r"\\[RETRIES_EXCEEDED\\]"',
+        why="the client warns before it raises; the cell's one-line error already says "
+        "the server cannot be reached and how to get back",
+        breaks_without="a lost server's cell shows the client's warning with its gRPC "
+        "debug string above the one line that explains it",
+        guard="tests/test_connect_kernel.py::"
+        "test_local_server_killed_mid_query_then_reconnect_brings_the_session_back",
+    ),
+    ProcessWideChange(
         what="environment variables SPARK_LOCAL_IP, SPARK_LOCAL_DIRS and "
         "SPARK_SUBMIT_OPTS (log4j configuration, java.io.tmpdir) set in os.environ "
         "only while PySpark launches the JVM, then restored",
