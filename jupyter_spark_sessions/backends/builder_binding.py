@@ -42,6 +42,8 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
+from .driver import reachable
+
 log = logging.getLogger(__name__)
 
 _MARK = "__jss_builder_binding__"
@@ -86,7 +88,7 @@ def bound() -> tuple[Any, str, bool] | None:
         return None
     session, _, connect = current
     try:
-        usable = not session.is_stopped if connect else session._sc._jsc is not None
+        usable = not session.is_stopped if connect else reachable(session._sc)
     except Exception:  # a session whose client or context is gone
         usable = False
     return current if usable else None

@@ -31,6 +31,7 @@ from .driver import (
     raised_by_a_gone_driver,
     reachable,
     require_running,
+    scala_context,
 )
 from .job_feed import ContextJobFeed
 from .local_master import UI_FILTER, UI_SECRET_CONF, workers_on_this_machine
@@ -135,7 +136,7 @@ def session_job_tag(session: SparkSession) -> str:
 
 def active_job_ids(sc: SparkContext, tags: Iterable[str]) -> set[int]:
     """Ids of the running jobs that carry any of ``tags``."""
-    tracker = sc._jsc.sc().statusTracker()  # private: PySpark wraps no getJobIdsForTag
+    tracker = scala_context(sc).statusTracker()  # private: no getJobIdsForTag in PySpark
     tagged: set[int] = set()
     for tag in tags:
         tagged.update(int(job_id) for job_id in tracker.getJobIdsForTag(tag))
@@ -146,7 +147,7 @@ def active_job_ids(sc: SparkContext, tags: Iterable[str]) -> set[int]:
 
 def cancel_job(sc: SparkContext, job_id: int) -> None:
     """Ask Spark to cancel one job (PySpark wraps no ``cancelJob``)."""
-    sc._jsc.sc().cancelJob(job_id)  # private: the JVM SparkContext
+    scala_context(sc).cancelJob(job_id)  # private: the JVM SparkContext
 
 
 def clear_active_session(session: SparkSession) -> None:

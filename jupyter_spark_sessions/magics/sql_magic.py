@@ -30,8 +30,8 @@ from ..backends import temp_views
 from ..backends.spark_errors import cancellation_line
 from ..cells.run_in_session import show_from_spark
 from ..errors import SparkSessionsError, SqlStatementError
-from ..sql.short_errors import missing_view, short_sql_error
 from ..sql.result_table import ResultTable, mime_bundle, variable_line
+from ..sql.short_errors import missing_view, short_sql_error
 from ..sql.statements import BoundStatement, bind_variables, is_command, outcome_line
 from ..sql.statements import split_statements as split_sql
 
