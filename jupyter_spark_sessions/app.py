@@ -14,8 +14,8 @@ from __future__ import annotations
 import threading
 
 from .backends.base import SessionBackend
+from .backends.kernel_context import KernelContext
 from .backends.local_connect_server import ConnectEndpoints
-from .backends.shared_context import SharedContext
 from .board.job_board import JobBoard
 from .board.poller import BoardPoller
 from .board.snapshot import SessionView
@@ -37,7 +37,7 @@ class SparkSessionsApp:
         self.board = JobBoard(self, self.config)
         self.poller = BoardPoller(self.board)
         #: The kernel's SparkContext, which every classic session lives on.
-        self.context = SharedContext(self.config, on_replaced=self.board.context_replaced)
+        self.context = KernelContext(self.config, on_replaced=self.board.context_replaced)
         #: Where ``--remote`` sessions go, and the local Connect server if one was started.
         self.endpoints = ConnectEndpoints(self.config, shared=SharedDriverMembership(self.config))
         self.registry = SessionRegistry(

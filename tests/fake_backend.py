@@ -31,7 +31,7 @@ class FakeJobFeed:
 
 class FakeBackend:
     kind: BackendKind = "classic"
-    on_shared_context = True
+    on_kernel_context = True
 
     def __init__(self, name: str, feed: FakeJobFeed | None = None) -> None:
         self.session = object()

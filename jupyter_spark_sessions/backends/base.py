@@ -68,7 +68,7 @@ class SessionBackend(Protocol):
     #: True when the session lives on the kernel's SparkContext (``restart`` makes it
     #: again after that context was stopped or lost); False for a server's session
     #: (``reconnect`` does).
-    on_shared_context: bool
+    on_kernel_context: bool
     #: The SparkSession object the user's code holds.
     session: Any
     #: Spark's id of the session (classic: its UUID; Connect: the server's session id).

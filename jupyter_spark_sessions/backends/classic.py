@@ -235,7 +235,7 @@ class ClassicBackend:
     """A classic session on the kernel's shared SparkContext (``SessionBackend``)."""
 
     kind: BackendKind = "classic"
-    on_shared_context = True
+    on_kernel_context = True
 
     def __init__(
         self, session: SparkSession, name: str, isolated: bool, pool: str | None = None

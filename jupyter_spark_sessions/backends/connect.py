@@ -369,7 +369,7 @@ class ConnectBackend:
     server forgot) is kept here for the views."""
 
     kind: BackendKind = "connect"
-    on_shared_context = False
+    on_kernel_context = False
 
     def __init__(
         self, session: ConnectSession, name: str, endpoint: Endpoint, recheck_seconds: float = 2.0

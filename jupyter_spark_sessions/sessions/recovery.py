@@ -18,9 +18,9 @@ from .release import release_quietly
 
 if TYPE_CHECKING:
     from ..backends.base import SessionBackend
+    from ..backends.kernel_context import KernelContext
     from ..backends.local_connect_server import ConnectEndpoints
     from ..backends.scheduler_pools import PoolShare
-    from ..backends.shared_context import SharedContext
     from ..board.job_board import JobBoard
     from ..files.artifacts import SessionArtifacts
 
@@ -65,7 +65,7 @@ Managed = TypeVar("Managed", bound=Recoverable)
 
 def restart(
     on_context: list[Managed],
-    context: SharedContext,
+    context: KernelContext,
     board: JobBoard,
     unregister: Callable[[Managed], None],
 ) -> RestartReport:
@@ -107,7 +107,7 @@ def reconnect(managed: Recoverable, endpoints: ConnectEndpoints, board: JobBoard
     """``SessionRegistry.reconnect`` for its entry ``managed``: a new backend replaces
     its backend."""
     name = managed.name
-    if managed.backend.on_shared_context:
+    if managed.backend.on_kernel_context:
         raise ConnectError(
             f"'{name}' is a classic session: `%spark_session restart` makes classic "
             "sessions again after their driver was lost."

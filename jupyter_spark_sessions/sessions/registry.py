@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from .. import backends
 from ..backends import streaming_calls
 from ..backends.base import SessionBackend
+from ..backends.kernel_context import KernelContext
 from ..backends.local_connect_server import ConnectEndpoints, LocalConnectServer
 from ..backends.scheduler_pools import DEFAULT_SHARE, PoolShare
-from ..backends.shared_context import SharedContext
 from ..board.job_board import JobBoard
 from ..board.poller import BoardPoller
 from ..board.snapshot import FileView, SessionView
@@ -132,7 +132,7 @@ class SessionRegistry:
         *,
         board: JobBoard,
         poller: BoardPoller,
-        context: SharedContext,
+        context: KernelContext,
         endpoints: ConnectEndpoints,
         tagger: ThreadJobTagger,
     ) -> None:
@@ -263,7 +263,7 @@ class SessionRegistry:
     ) -> ManagedSession:
         """Create an isolated session ``name``: on the shared SparkContext, started on
         ``master`` (default: the configured one) when none runs, in a scheduler pool of
-        its own with ``share`` (see ``SharedContext.create_session``); or, with
+        its own with ``share`` (see ``KernelContext.create_session``); or, with
         ``remote`` (``sc://host:port`` or ``local``), a Spark Connect session. With
         ``packages``, its UDFs run in a Python environment of their own (built, with
         ``progress`` lines, unless cached: ``sessions/python_envs``)."""
@@ -475,7 +475,7 @@ class SessionRegistry:
         """Give created classic session ``name`` a new share of the task slots for its
         new jobs (what is not given stays); ConfError where that cannot apply."""
         managed = self.get(name)
-        if not managed.backend.on_shared_context:
+        if not managed.backend.on_kernel_context:
             raise ConfError(_CONNECT_SHARES)
         if managed.origin == "adopted":
             raise ConfError(
@@ -500,7 +500,7 @@ class SessionRegistry:
         name, with its settings and its files (from the session directory), and drop
         adopted classic sessions (their owner made them). Connect sessions are untouched."""
         with self._lock:
-            on_context = [m for m in self._sessions.values() if m.backend.on_shared_context]
+            on_context = [m for m in self._sessions.values() if m.backend.on_kernel_context]
         return recovery.restart(on_context, self.context, self.board, self._unregister)
 
     def reconnect(self, name: str) -> ManagedSession:

@@ -1,4 +1,5 @@
-"""The kernel's shared SparkContext, on which every classic session lives.
+"""The kernel's context: the one SparkContext of a kernel, on which every classic session
+lives (not the shared driver, a Spark Connect server a user's notebooks share).
 
 Found (a context the user started) or started (on the configured master) for the first
 classic session; started again on the same master and settings after a stop or a lost
@@ -40,7 +41,7 @@ class ContextRecipe:
     conf: Mapping[str, str]
 
 
-class SharedContext:
+class KernelContext:
     """The one SparkContext of the kernel and what is known of how it was made.
 
     ``on_replaced`` is called when a new context replaces one sessions used (its job
