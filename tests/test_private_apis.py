@@ -419,7 +419,7 @@ def test_session_of_reads_the_session_pysparks_dataframes_hold(root: Any) -> Non
     from pyspark.sql.connect import plan
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 
-    from jupyter_spark_sessions.backends.spark_errors import error_chain
+    from jupyter_spark_sessions.backends.spark_error_reading import error_chain
     from jupyter_spark_sessions.sessions import gone_objects
 
     session = classic.new_isolated_session(root, {})

@@ -31,7 +31,7 @@ from . import api_flavour, builder_binding, scheduler_pools
 from .base import BackendKind, JobRef, OperationReport, OperationSink
 from .connect_endpoint import Endpoint, reachable, redact
 from .connect_tls import check_token_transport
-from .spark_errors import failure_line
+from .spark_error_reading import failure_line
 from .thread_cell import current_cell
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ContextStoppedError
-from .spark_errors import error_chain
+from .spark_error_reading import error_chain
 
 if TYPE_CHECKING:
     from pyspark import SparkContext

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from .. import job_tags
 from ..backends.base import OperationReport
-from ..backends.spark_errors import failure_line, names_a_cancel
+from ..backends.spark_error_reading import failure_line, names_a_cancel
 
 GroupState = Literal["running", "cancelling", "succeeded", "failed", "cancelled", "lost"]
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ..backends.spark_errors import cancellation_line, connect_lacks, mixes_flavours
+from ..backends.spark_error_reading import cancellation_line, connect_lacks, mixes_flavours
 from ..errors import JobsCancelled, SessionLostError, SqlStatementError
 from ..kernel import ipykernel_internals
 from ..sessions.gone_objects import OLD_DRIVER, gone_object_line, looks_gone, sessions_used

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ..backends.spark_errors import error_chain
+from ..backends.spark_error_reading import error_chain
 
 if TYPE_CHECKING:
     from ..sessions.registry import SessionRegistry

@@ -27,7 +27,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
 from ..backends import temp_views
-from ..backends.spark_errors import cancellation_line
+from ..backends.spark_error_reading import cancellation_line
 from ..cells.run_in_session import show_from_spark
 from ..errors import SparkSessionsError, SqlStatementError
 from ..sql.result_table import ResultTable, mime_bundle, variable_line

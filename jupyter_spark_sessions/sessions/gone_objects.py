@@ -17,7 +17,7 @@ import threading
 import weakref
 from types import TracebackType
 
-from ..backends.spark_errors import error_chain
+from ..backends.spark_error_reading import error_chain
 from ..backends.spark_objects import is_lost_connection, session_of
 
 #: Text of the errors PySpark raises on an object whose session or driver is gone.
