@@ -61,7 +61,7 @@ BINDINGS: dict[str, tuple[str, str]] = {
 REQUESTS: dict[str, tuple[str, str]] = {
     "group": ("JobsCancelled", "from the sidebar"),
     "session": ("JobsCancelled", "from the panel"),
-    "all": ("JobsCancelled", "through the REST relay"),
+    "all": ("JobsCancelled", "from the sidebar's Shared driver section or by a script"),
     "stop": ("JobsCancelled", "by `%spark_session stop`"),
     "interrupt": ("KeyboardInterrupt", "by the kernel's Interrupt"),
 }

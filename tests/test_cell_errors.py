@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from jupyter_spark_sessions.backends.spark_errors import cancellation_line
+from jupyter_spark_sessions.backends.spark_error_reading import cancellation_line
 from jupyter_spark_sessions.cells.error_lines import CancelledCellErrors
 
 JAVA = (
@@ -34,7 +34,7 @@ def test_a_real_failure_is_not_a_cancellation() -> None:
 
 
 def test_pysparks_errors_for_the_other_flavour_are_recognised_in_its_own_code() -> None:
-    from jupyter_spark_sessions.backends.spark_errors import mixes_flavours
+    from jupyter_spark_sessions.backends.spark_error_reading import mixes_flavours
 
     pyspark = ["/x/site-packages/pyspark/sql/connect/plan.py"]
     assert mixes_flavours(TypeError("'Column' object is not callable"), pyspark)
@@ -61,6 +61,12 @@ def test_a_cancel_story_names_groups_jobs_and_where_the_cancel_came_from() -> No
     ) == (
         "The Spark jobs of a:4 (job 6) and b:4 (job 3) were cancelled by the kernel's "
         "Interrupt; c:4 (job 7) were cancelled from the sidebar."
+    )
+    # The server's REST route: the sidebar's Shared driver section, or someone's script
+    # (issue 47, 8: "through the REST relay" named the plumbing, not who).
+    assert cancel_story([("a:4", "relay", [2])]) == (
+        "The Spark jobs of a:4 (job 2) were cancelled from the sidebar's Shared driver "
+        "section or by a script."
     )
     # A cancel that found no job yet still names its group.
     assert cancel_story([("a:4", None, [])]) == "The Spark jobs of a:4 were cancelled."
@@ -181,7 +187,7 @@ def test_a_subshells_cell_is_not_the_interrupted_one() -> None:
 
 
 def test_a_jvm_only_api_asked_of_a_connect_object_is_named_only_when_user_code_asked() -> None:
-    from jupyter_spark_sessions.backends.spark_errors import connect_lacks
+    from jupyter_spark_sessions.backends.spark_error_reading import connect_lacks
 
     attribute = Exception(
         "[JVM_ATTRIBUTE_NOT_SUPPORTED] Attribute `sparkContext` is not supported in Spark "

@@ -141,7 +141,7 @@ def test_the_job_line_is_the_statement_holding_the_call_site(
         "collect at In [3] line 99",
         "collect at In [3] line 3",  # a blank line
         "copy_local_properties at /site/pyspark/util.py:982",
-        "operation 1a2b3c4d",  # a Spark Connect operation
+        "Spark Connect query",  # a Spark Connect operation (no call site)
         "",
     ],
 )

@@ -123,7 +123,9 @@ def cancel_a_busy_cell_through_the_relay(lab: LabServer, kernel_id: str, kernel:
     assert reply["cancelling"] == [group["id"]]
 
     result = kernel.collect(busy, timeout=60)
-    assert_cancelled_in_one_line(result, group["id"], "through the REST relay")
+    assert_cancelled_in_one_line(
+        result, group["id"], "from the sidebar's Shared driver section or by a script"
+    )
     wait_for_group(lab, kernel_id, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
     kernel.ok("b_thread.join(120)")
     assert kernel.value("b_result") == {"sum": 45}, "b's job is not touched by a's cancel"

@@ -458,7 +458,7 @@ def operation_view(
     completed = total if status == "SUCCEEDED" else sum(n for _, _, n, _ in stages)
     return JobView(
         id=number,
-        name=f"operation {report.operation_id[:8]}",
+        name="Spark Connect query",  # the client sees no call site; its id is no name
         status=status,
         submitted_at=submitted_at,
         completed_at=completed_at,

@@ -62,7 +62,8 @@ CANCEL_FROM = {
     "sidebar": "from the sidebar",
     "panel": "from the panel",
     "cell": "from the cell's progress view",
-    "relay": "through the REST relay",
+    # The server's REST route: the sidebar's Shared driver section, or anyone's script.
+    "relay": "from the sidebar's Shared driver section or by a script",
     "magic": "by `%spark_session cancel`",
     "stop": "by `%spark_session stop`",
     "interrupt": "by the kernel's Interrupt",

@@ -60,8 +60,9 @@ NOTICE_SECONDS = 10.0
 NO_ROUTER_NOTE = (
     "In this kernel a click on the panel waits for the running cell (this ipykernel has "
     "no comm router to override). To cancel while a cell runs, use the JupyterLab "
-    "sidebar, the REST relay (docs/protocol.md) or the kernel's Interrupt (which "
-    "cancels the running cell's Spark jobs)."
+    "sidebar, a request to the Jupyter server from a script (its REST relay: "
+    "docs/jobs.md) or the kernel's Interrupt (which cancels the running cell's Spark "
+    "jobs)."
 )
 
 
@@ -111,7 +112,7 @@ def _job_link(job: JobView, session: SessionView | None) -> str:
         return text
     href = spark_ui.join_base_url(spark_ui.base_url_from_environ(os.environ), path)
     title = (
-        "The session's operations in the Spark Connect server's UI"
+        "The session's queries in the Spark Connect server's UI"
         if job.operation_id
         else "This job in Spark's UI"
     )

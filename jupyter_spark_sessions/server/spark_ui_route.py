@@ -19,6 +19,15 @@ Nothing of the browser's Jupyter credentials (``Authorization``, ``Cookie``) is 
 on to the port, which may be anyone's. The route's path has no ``/proxy/`` segment:
 Spark's page scripts take the segment after ``proxy`` for the application id, which
 broke the Environment, Executors and SQL tabs under jupyter-server-proxy.
+
+A redirect of the UI stays under the route. Spark's own redirects (its root to
+``/jobs/``, a kill link back to its list, ``/connect`` and other pages without a slash)
+name an absolute URL built from the request's ``Host``, which is the Jupyter server's:
+the browser landed on ``{base_url}jobs/``, Jupyter's 404. Such an address (the
+browser's host, or the UI's own) is made a path here, which jupyter-server-proxy then
+puts under the route, as it does for a redirect to a path. This covers every UI the
+route serves (a Spark Connect server's, a context the user started), not only the
+contexts whose root ``jss.UiRootRedirect`` makes relative.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from jupyter_server.utils import url_path_join
 from jupyter_server_proxy.handlers import LocalProxyHandler  # type: ignore[import-untyped]
@@ -40,6 +50,7 @@ ROUTE_PREFIX = "spark-sessions/ui"
 ROUTE = rf"/{ROUTE_PREFIX}/(\d+)(/.*)"
 #: Headers of the browser's request that stay on this side of the proxy.
 _DROPPED = ("Authorization", "Cookie", UI_SECRET_HEADER)
+_REDIRECTS = (301, 302, 303, 307, 308)
 
 
 class SparkUiHandler(LocalProxyHandler):  # type: ignore[misc]
@@ -81,6 +92,23 @@ class SparkUiHandler(LocalProxyHandler):  # type: ignore[misc]
         return headers
 
 
+def redirect_inside_route(response: Any, request: Any, port: str) -> None:
+    """jupyter-server-proxy's ``rewrite_response`` hook: a redirect of the UI on
+    ``port`` to an absolute URL of its own (the browser's host, which the proxy passes
+    on as ``Host``, or the UI's address) becomes that URL's path, which the proxy then
+    puts under the route. A redirect elsewhere is left as it is."""
+    if response.code not in _REDIRECTS:
+        return
+    location = response.headers.get("Location")
+    if not location:
+        return
+    target = urlsplit(location)
+    own = {request.host, f"localhost:{port}", f"127.0.0.1:{port}"}
+    if target.netloc and target.netloc in own:
+        path = target.path or "/"
+        response.headers["Location"] = urlunsplit(("", "", path, target.query, target.fragment))
+
+
 def kernel_ui_secret(kernel_manager: Any, port: int) -> str | None:
     """The secret of the Spark UI on ``port`` when a live kernel of this server wrote
     it (``backends/local_master.write_ui_secret``); None otherwise. A file of a kernel
@@ -120,4 +148,5 @@ def load_handlers(server_app: Any) -> None:
     """Add the route to the server."""
     web_app = server_app.web_app
     route = url_path_join(web_app.settings["base_url"], ROUTE)
-    web_app.add_handlers(".*$", [(route, SparkUiHandler, {"absolute_url": False})])
+    options = {"absolute_url": False, "rewrite_response": redirect_inside_route}
+    web_app.add_handlers(".*$", [(route, SparkUiHandler, options)])

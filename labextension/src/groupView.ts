@@ -152,7 +152,7 @@ function renderJob(
           jobUrl,
           `Job ${job.id}`,
           job.operation_id
-            ? `${job.name}\nOpen ${session?.name}'s operations in the Spark Connect server's UI`
+            ? `${job.name}\nOpen ${session?.name}'s queries in the Spark Connect server's UI`
             : `${job.name}\nOpen job ${job.id} in the Spark UI`
         )
       : el('span', undefined, `Job ${job.id}`);

@@ -12,7 +12,7 @@ import type { Group, Session, SessionFile } from './protocol';
 import { streamingQueriesText } from './queries';
 import { renderQueries } from './queryView';
 import { sparkJobsUrl } from './sparkUi';
-import { renderTimeline } from './timelineView';
+import { IDrawnTimeline, renderTimeline } from './timelineView';
 import { IViewContext, sessionsLink } from './viewContext';
 
 export function renderSession(
@@ -75,8 +75,9 @@ function renderSessionRow(
     slots.dataset.testid = 'jss-session-share';
     slots.title =
       'Its tasks running now, against the task slots of the context it runs on; ' +
-      "its share of the slots against other sessions' (its scheduler pool's " +
-      'weight and min share: %spark_session share)';
+      "its share of the slots against other sessions': its weight (3 gets three " +
+      'times the slots of 1 while both have work) and the slots it gets first ' +
+      '(%spark_session share NAME --weight N --min-share N)';
     info.appendChild(slots);
   }
   const activeQueries = session.active_queries ?? 0;
@@ -179,7 +180,12 @@ function renderFiles(files: SessionFile[]): HTMLElement {
   return list;
 }
 
-/** The session's timeline, redrawn each second while a group runs. */
+/**
+ * The session's timeline. Its caption says how long ago its groups ran, so it
+ * follows the clock, also while nothing runs and the board sends nothing (its
+ * labels stayed where the last change left them): drawn anew while a group
+ * runs (its bar grows), only the caption's text moved otherwise.
+ */
 function renderSessionTimeline(
   session: Session,
   groups: Group[],
@@ -188,14 +194,21 @@ function renderSessionTimeline(
   const timeline = el('div', 'jp-SparkSessions-timeline');
   timeline.dataset.testid = 'jss-timeline';
   timeline.dataset.session = session.name;
+  let drawn: IDrawnTimeline | null = null;
   const draw = (now: number) => {
     timeline.textContent = '';
-    renderTimeline(timeline, groups, now, group =>
+    drawn = renderTimeline(timeline, groups, now, group =>
       context.model.displayState(group)
     );
   };
   draw(context.now);
-  context.everySecond(draw);
+  context.everySecond(now => {
+    if (drawn?.live) {
+      draw(now);
+    } else {
+      drawn?.setNow(now);
+    }
+  });
   return timeline;
 }
 

@@ -86,6 +86,13 @@ export function workLine(session: ISharedSession): string {
   return jobs + share;
 }
 
+/** The shared server's job list under the Jupyter server's base URL. */
+export function sharedDriverJobsUrl(baseUrl: string, uiPath: string): string {
+  const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
+  const path = uiPath.endsWith('/') ? uiPath : `${uiPath}/`;
+  return `${base}${path.replace(/^\/+/, '')}jobs/`;
+}
+
 function duration(seconds: number): string {
   if (seconds < 60) {
     return `${Math.floor(seconds)} s`;
@@ -116,14 +123,15 @@ export function renderSharedDriver(
   line.dataset.testid = 'jss-shared-server';
   if (server.ui_path) {
     line.append(' \u00b7 ');
-    line.appendChild(
-      externalLink(
-        context.baseUrl + server.ui_path,
-        'Spark UI \u2197',
-        'The shared server\u2019s Spark UI, through this Jupyter server',
-        'jp-SparkSessions-link'
-      )
+    // Its job list, as a session's link opens (the UI's root redirects there).
+    const link = externalLink(
+      sharedDriverJobsUrl(context.baseUrl, server.ui_path),
+      'Spark UI \u2197',
+      'The shared server\u2019s Spark UI, through this Jupyter server',
+      'jp-SparkSessions-link'
     );
+    link.dataset.testid = 'jss-shared-ui-link';
+    line.appendChild(link);
   }
   section.appendChild(line);
   for (const notebook of state.notebooks) {

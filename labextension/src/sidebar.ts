@@ -108,6 +108,9 @@ export class SparkSessionsSidebar extends Widget {
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
     this._onShown(true);
+    // Hidden, nothing moved with the clock: now it does, from the time now.
+    this._ticker.tick();
+    this._runTicker();
     this._stopSharedPoll();
     void this._pollShared();
     this._sharedTimer = window.setInterval(
@@ -119,6 +122,7 @@ export class SparkSessionsSidebar extends Widget {
   protected onAfterHide(msg: Message): void {
     super.onAfterHide(msg);
     this._onShown(false);
+    this._ticker.stop();
     this._stopSharedPoll();
   }
 
@@ -193,10 +197,21 @@ export class SparkSessionsSidebar extends Widget {
       },
       follower.notebookPath
     );
-    ticker.run(this.model.hasActiveGroups());
+    this._runTicker();
     if (follower.kernelId !== this._sharedKernelId) {
       this._renderShared(); // "(this notebook)" follows the followed kernel
     }
+  }
+
+  /** The clock's pace: what is shown moves with it only while the sidebar is. */
+  private _runTicker(): void {
+    this._ticker.run(
+      !this.isVisible
+        ? 'off'
+        : this.model.hasActiveGroups()
+          ? 'running'
+          : 'idle'
+    );
   }
 
   private readonly _follower: KernelFollower;

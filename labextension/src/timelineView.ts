@@ -5,27 +5,49 @@
  */
 import { formatDuration } from './format';
 import type { Group, GroupState } from './protocol';
-import { TIMELINE_DEFAULTS, timelineOf } from './timeline';
+import { ITimeline, TIMELINE_DEFAULTS, timelineOf } from './timeline';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
-/** Height of one lane and the space between lanes, in SVG units (= px). */
-const LANE_HEIGHT = 6;
+/**
+ * Height of one lane and the space between lanes, in SVG units (= px): a bar
+ * about as tall as the text beside it, to be seen and hovered (6 px was a line).
+ */
+export const LANE_HEIGHT = 14;
 const LANE_GAP = 2;
+
+/** A timeline as drawn, for the sidebar's clock. */
+export interface IDrawnTimeline {
+  /** Its axis ends now (a group runs): its bars grow, so it is drawn anew. */
+  readonly live: boolean;
+  /** Moves the axis caption to `now` (epoch seconds), the bars as they are. */
+  setNow(now: number): void;
+}
+
+/**
+ * The axis caption at `now`: how long ago the axis starts, and ends ("now"
+ * while a group runs).
+ */
+export function axisLabels(timeline: ITimeline, now: number): [string, string] {
+  return [
+    `${formatDuration(now - timeline.start)} ago`,
+    timeline.live ? 'now' : `${formatDuration(now - timeline.end)} ago`
+  ];
+}
 
 /**
  * Appends the timeline of `groups` at `now` (epoch seconds) to `container`;
  * `stateOf` gives the state to color a group by (the sidebar's, which knows
- * a cancel was clicked). Nothing when no group has started.
+ * a cancel was clicked). Nothing (null) when no group has started.
  */
 export function renderTimeline(
   container: HTMLElement,
   groups: ReadonlyArray<Group>,
   now: number,
   stateOf: (group: Group) => GroupState
-): void {
+): IDrawnTimeline | null {
   const timeline = timelineOf(groups, now);
   if (timeline === null) {
-    return;
+    return null;
   }
   const { width } = TIMELINE_DEFAULTS;
   const height = timeline.lanes * (LANE_HEIGHT + LANE_GAP) - LANE_GAP;
@@ -60,12 +82,14 @@ export function renderTimeline(
 
   const axis = document.createElement('div');
   axis.className = 'jp-SparkSessions-timelineAxis';
+  axis.dataset.testid = 'jss-timeline-axis';
   const from = document.createElement('span');
-  from.textContent = `${formatDuration(now - timeline.start)} ago`;
   const to = document.createElement('span');
-  to.textContent = timeline.live
-    ? 'now'
-    : `${formatDuration(now - timeline.end)} ago`;
   axis.append(from, to);
   container.appendChild(axis);
+  const setNow = (at: number) => {
+    [from.textContent, to.textContent] = axisLabels(timeline, at);
+  };
+  setNow(now);
+  return { live: timeline.live, setNow };
 }

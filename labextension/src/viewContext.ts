@@ -19,7 +19,11 @@ export interface IViewContext {
   cancel(target: SidebarCancelTarget): void;
   /** Asks the kernel to stop the streaming query of this run id (a Stop button's click). */
   stopQuery(runId: string): void;
-  /** Registers a part to redraw each second while a group runs. */
+  /**
+   * Registers a part that depends on the clock, redrawn while the sidebar is
+   * shown: each second while a group runs, every few seconds otherwise
+   * (elapsedTicker.ts).
+   */
   everySecond(refresh: Refresh): void;
   /** Whether the user expanded the group's list of jobs. */
   isExpanded(groupId: string): boolean;

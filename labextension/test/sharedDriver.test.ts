@@ -5,6 +5,7 @@ import {
   ISharedDriverState,
   renderSharedDriver,
   serverLine,
+  sharedDriverJobsUrl,
   workLine
 } from '../src/sharedDriver';
 
@@ -90,8 +91,15 @@ describe('the shared driver section', () => {
     ]);
     expect(notebooks[0].textContent).toContain('one.ipynb (this notebook)');
     expect(notebooks[1].textContent).not.toContain('(this notebook)');
-    const link = root.querySelector('a') as HTMLAnchorElement;
-    expect(link.getAttribute('href')).toBe('/user/ana/spark-sessions/ui/4050/');
+    // Its job list, as a session's link: not the UI's root (issue 47, 4).
+    const [link] = rows(root, 'jss-shared-ui-link') as HTMLAnchorElement[];
+    expect(link.getAttribute('href')).toBe(
+      '/user/ana/spark-sessions/ui/4050/jobs/'
+    );
+    expect(link.target).toBe('_blank');
+    expect(sharedDriverJobsUrl('/base', '/spark-sessions/ui/1/')).toBe(
+      '/base/spark-sessions/ui/1/jobs/'
+    );
     const buttons = rows(root, 'jss-shared-cancel') as HTMLButtonElement[];
     expect(buttons.map(b => b.disabled)).toEqual([false, true, true]);
     buttons[0].click();

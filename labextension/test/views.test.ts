@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { jobLink, renderGroups } from '../src/groupView';
 import { SidebarModel } from '../src/model';
 import { packagesText, renderSession, shareText } from '../src/sessionView';
+import { LANE_HEIGHT } from '../src/timelineView';
 import { IViewContext } from '../src/viewContext';
 import { board, group, job, session, tasks } from './fixtures';
 
@@ -159,6 +160,24 @@ describe('the session view', () => {
     }
     expect(timeline.querySelectorAll('svg')).toHaveLength(1);
     expect(timeline.contains(bar)).toBe(false); // drawn anew
+  });
+
+  it("moves an ended timeline's caption with the clock, its bars drawn once", () => {
+    // Issue 47 (8): nothing runs, the board sends nothing, the caption stood still.
+    const ended = group({ state: 'succeeded', completed_at: 1005 });
+    const { ctx, refreshes } = context(true, board({ groups: [ended] }));
+    const block = renderSession(session(), ctx);
+    const [timeline] = q(block, 'jss-timeline');
+    const bar = timeline.querySelector('[data-testid="jss-timeline-bar"]')!;
+    const [axis] = q(timeline, 'jss-timeline-axis');
+    expect(axis.textContent).toBe('1m 05s ago5s ago'); // at 1010
+    for (const refresh of refreshes) {
+      refresh(1100);
+    }
+    expect(axis.textContent).toBe('2m 35s ago1m 35s ago');
+    expect(timeline.contains(bar)).toBe(true); // not drawn anew
+    expect(bar.getAttribute('height')).toBe(String(LANE_HEIGHT));
+    expect(LANE_HEIGHT).toBeGreaterThanOrEqual(12); // readable: 6 px was a line
   });
 
   it('shows its running tasks against the slots, and its share of them', () => {

@@ -6,10 +6,12 @@ loaded the extension is shown as such at once."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from .conftest import SPARK_UI_KERNEL_CONFIG
 from .lab import LabServer, save_screenshot
 from .notebook import (
     A_LONG_CELL,
@@ -28,8 +30,18 @@ from .notebook import (
     run_cell,
     wait_for_sessions,
 )
+from .waiting import running
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """This module's JupyterLab, its kernels' Spark UI on: the sidebar links sessions
+    and jobs to it (the last test opens every link)."""
+    root = tmp_path_factory.mktemp("lab")
+    with running(LabServer(root, kernel_config=SPARK_UI_KERNEL_CONFIG)) as server:
+        yield server
 
 
 # Run only after the file was added from the file browser (the last test).
@@ -487,4 +499,111 @@ def test_the_shared_driver_section_lists_both_notebooks_and_cancels_the_others_w
     ).first.click()
     error = cell_output(page, 1).locator("[data-mime-type='application/vnd.jupyter.stderr']")
     error.first.wait_for(timeout=15_000)
-    assert "one_a" in error.first.inner_text()
+    # Who cancelled, in the user's words (issue 47, 8: "through the REST relay").
+    said = error.first.inner_text()
+    assert "one_a" in said and "from the sidebar's Shared driver section or by a script" in said
+
+
+#: Spark's page header: its logo, a link to the UI's root (Jupyter's 404 page has none).
+SPARK_LOGO = ".navbar-brand a"
+
+
+def document_status(page: Any) -> int:
+    """The HTTP status of the page's document, after its redirects."""
+    status: int = page.evaluate("performance.getEntriesByType('navigation')[0].responseStatus")
+    return status
+
+
+def open_link(sidebar: Any, href: str) -> Any:
+    """Click the sidebar's link to ``href`` (it opens a new tab): that tab, loaded."""
+    page = sidebar.page
+    with page.context.expect_page() as opened:
+        # Found anew at the click: the sidebar redraws its content at each change.
+        sidebar.locator(f"a[href='{href}']").first.click()
+    tab = opened.value
+    tab.wait_for_load_state("load")
+    return tab
+
+
+def check_spark_ui_page(tab: Any, lab: LabServer, href: str) -> str:
+    """``tab`` shows a page of a Spark UI (200) through the Jupyter server, under the
+    link's UI: ``href``'s port under the route. Its title without the application's
+    name ("Spark Jobs", "Details for Job 3")."""
+    prefix = re.match(rf"{re.escape(lab.url)}/spark-sessions/ui/\d+/", href)
+    assert prefix, href
+    assert tab.url.startswith(prefix[0]), (href, tab.url)
+    assert document_status(tab) == 200, (href, tab.url, tab.title())
+    assert tab.locator(SPARK_LOGO).count() == 1, (href, tab.url, tab.title())
+    title: str = tab.title()
+    return title.rsplit(" - ", 1)[-1]
+
+
+def show_notebook(page: Any, sidebar: Any, name: str) -> None:
+    """Make ``name`` the current notebook (opened from the file browser, or its tab),
+    and wait until the sidebar follows it."""
+    page.locator(".jp-DirListing-itemName", has_text=name).first.dblclick()
+    page.locator(".lm-TabBar-tab.lm-mod-current", has_text=name).first.wait_for()
+    notebook = sidebar.locator("[data-testid='jss-notebook']")
+    notebook.filter(has_text=re.compile(rf"^{re.escape(name)}$")).wait_for(timeout=30_000)
+    sidebar.locator("[data-testid='jss-status'][data-status='ready']").wait_for(timeout=30_000)
+
+
+def test_every_link_of_the_sidebar_opens_its_spark_ui_page_through_the_jupyter_server(
+    lab: LabServer, page: Any
+) -> None:
+    # Issue 47 (4): the Shared driver section's link gave Jupyter's 404 (the UI's root
+    # redirected to {base_url}jobs/). Each link of the sidebar, clicked: a session's (a
+    # classic context's UI; a Spark Connect session's, the shared server's), a job's
+    # (its page; a Connect query's: the session's page of the server's Connect tab),
+    # the shared driver's; and each UI's root, through Spark's own logo.
+    sidebar = open_sidebar(page)
+    kinds = ("jss-session-ui-link", "jss-job-ui-link", "jss-shared-ui-link")
+    opened: set[str] = set()  # each address once (three sessions share one UI)
+    roots: set[str] = set()
+    for name in ("sidebar.ipynb", "shared_one.ipynb"):
+        show_notebook(page, sidebar, name)
+        sidebar.locator("[data-testid='jss-shared-ui-link']").wait_for(timeout=30_000)
+        axis = sidebar.locator("[data-testid='jss-timeline-axis']").first
+        caption = axis.inner_text() if name == "sidebar.ipynb" else ""
+        links = {
+            kind: {
+                a.get_attribute("href") or ""
+                for a in sidebar.locator(f"[data-testid='{kind}']").all()
+            }
+            for kind in kinds
+        }
+        assert all(links.values()), (name, links)  # each kind shows on each notebook
+        assert len(sidebar.locator("a").all()) == sum(
+            sidebar.locator(f"[data-testid='{kind}']").count() for kind in kinds
+        ), "a link of the sidebar this test does not know"
+        for kind, hrefs in links.items():
+            for href in sorted(hrefs - opened):
+                tab = open_link(sidebar, href)
+                heading = check_spark_ui_page(tab, lab, href)
+                if "/connect/session/" in href:
+                    assert heading.startswith("Spark Connect Session"), (href, heading)
+                elif "/jobs/job/" in href:
+                    assert heading.startswith("Details for Job "), (href, heading)
+                else:
+                    assert href.endswith("/jobs/") and heading == "Spark Jobs", (href, heading)
+                if kind == "jss-shared-ui-link":
+                    save_screenshot(tab, "spark-ui-shared-driver.png")
+                root = tab.locator(SPARK_LOGO).get_attribute("href") or ""
+                if root not in roots:
+                    # The UI's root (its logo): its jobs page, still under the route.
+                    roots.add(root)
+                    with tab.expect_navigation(wait_until="load"):
+                        tab.locator(SPARK_LOGO).click()
+                    assert check_spark_ui_page(tab, lab, href) == "Spark Jobs", tab.url
+                    assert tab.url.endswith(f"{root}jobs/"), (root, tab.url)
+                tab.close()
+                opened.add(href)
+        if caption:
+            # Issue 47 (8): nothing runs and the board sends nothing, yet the timeline's
+            # "… ago" caption moves with the clock (it stood still).
+            axis.filter(has_not_text=caption).wait_for(timeout=10_000)
+            bar = sidebar.locator("[data-testid='jss-timeline-bar']").first.bounding_box()
+            assert bar is not None and bar["height"] >= 12, bar
+            save_screenshot(sidebar, "sidebar-ended-groups-light.png")
+    # Two UIs: the classic context of sidebar.ipynb's kernel, and the shared server's.
+    assert len(roots) == 2, roots
