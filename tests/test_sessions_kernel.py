@@ -265,19 +265,20 @@ def test_a_sessions_share_of_the_slots_is_set_at_create_and_changed_for_new_jobs
 ) -> None:
     sessions.ok("%spark_session create heavy --weight 3 --min-share 1")
     info = sessions.ok("%spark_session info heavy").stdout
-    assert "scheduling    FAIR, in its own pool (weight 3, min share 1)" in info
+    assert "scheduling    FAIR, in its own pool (weight 3, at least 1 slot)" in info
     root = f"{REGISTRY}.session('heavy').sparkContext._jsc.sc().taskScheduler().rootPool()"
     made = f"{root}.getSchedulableByName('heavy (weight 3, min share 1)')"
     assert sessions.value(f"[{made}.weight(), {made}.minShare()]") == [3, 1]
     # What the views show: its share, and the context's slots.
     view = f"{REGISTRY}.describe('heavy')"
-    assert sessions.value(f"[{view}.share, {view}.slots]") == ["weight 3, min share 1", 2]
+    assert sessions.value(f"[{view}.share, {view}.slots]") == ["weight 3, at least 1 slot", 2]
     listing = sessions.ok("%spark_session list").stdout
-    assert "weight 3, min share 1" in next(r for r in listing.splitlines() if r.startswith("heavy"))
+    heavy_row = next(r for r in listing.splitlines() if r.startswith("heavy"))
+    assert "weight 3, at least 1 slot" in heavy_row
     # A new share: a new pool (Spark fixes a pool's shares), for the session's SQL jobs
     # (its settings) and its cells' RDD jobs (the cell's thread); the rest stays.
     out = sessions.ok("%spark_session share heavy --weight 2").stdout
-    assert "Session 'heavy' runs its new jobs with weight 2, min share 1;" in out, out
+    assert "Session 'heavy' runs its new jobs with weight 2, at least 1 slot;" in out, out
     pool = "heavy (weight 2, min share 1)"
     assert sessions.value(f"{root}.getSchedulableByName('{pool}').weight()") == 2
     assert sessions.value(f"{REGISTRY}.session('heavy').conf.get('spark.scheduler.pool')") == pool
@@ -285,12 +286,12 @@ def test_a_sessions_share_of_the_slots_is_set_at_create_and_changed_for_new_jobs
     sessions.ok(f"%%spark_session heavy\n_pool = {property_read}")
     assert sessions.value("_pool") == pool
     assert sessions.ok("%spark_session share heavy").stdout.strip() == (
-        "FAIR, in its own pool (weight 2, min share 1)"
+        "FAIR, in its own pool (weight 2, at least 1 slot)"
     )
     # Made again by its name with other shares: its own pool again, no clash.
     sessions.ok("%spark_session stop heavy")
     sessions.ok("%spark_session create heavy --weight 3 --min-share 1")
-    assert "(weight 3, min share 1)" in sessions.ok("%spark_session info heavy").stdout
+    assert "(weight 3, at least 1 slot)" in sessions.ok("%spark_session info heavy").stdout
     sessions.ok("%spark_session stop heavy")
 
 

@@ -358,7 +358,7 @@ def adopt(obj: object, name: str, what: str, recheck_seconds: float) -> ConnectB
 
 
 #: The share of a pool a Connect server makes on first use.
-_EQUAL_SHARE = "weight 1, min share 0"
+_EQUAL_SHARE = "weight 1"
 
 
 class ConnectBackend:
@@ -404,7 +404,7 @@ class ConnectBackend:
             return "FIFO on the server: one queue for every session's jobs (spark.scheduler.mode)"
         if pool is None:
             return "FAIR on the server, in its default pool"
-        if pool == self.name:
+        if self._own_pool(pool):
             return f"FAIR on the server, in its own pool ({_EQUAL_SHARE})"
         return f"FAIR on the server, in pool '{pool}' (weights: the server's allocation file)"
 
@@ -412,7 +412,12 @@ class ConnectBackend:
         fair, pool = self._pool()
         if not fair or pool is None:
             return ""
-        return _EQUAL_SHARE if pool == self.name else f"pool '{pool}'"
+        return _EQUAL_SHARE if self._own_pool(pool) else f"pool '{pool}'"
+
+    def _own_pool(self, pool: str) -> bool:
+        # On the shared driver a session's pool also names its kernel ("a@1f2e3d4c"):
+        # still its own, not a pool of the user's to name.
+        return pool == self.name or (self.endpoint.shared and pool.startswith(f"{self.name}@"))
 
     def slots(self) -> int:
         return 0  # a client cannot see the server's executors

@@ -46,7 +46,12 @@ def pool_name(session: str, share: PoolShare) -> str:
 
 
 def describe(share: PoolShare) -> str:
-    return f"weight {share.weight}, min share {share.min_share}"
+    """The share in a user's words: "weight 3", "weight 3, at least 2 slots" (Spark's
+    minShare, named only when it asks for something)."""
+    if not share.min_share:
+        return f"weight {share.weight}"
+    slots = "slot" if share.min_share == 1 else "slots"
+    return f"weight {share.weight}, at least {share.min_share} {slots}"
 
 
 def mode(sc: SparkContext) -> str:

@@ -172,7 +172,7 @@ class SessionView:
     ui_protected: bool = False
     #: The page of that UI listing its operations with their jobs (Connect; "").
     operations_page: str = ""
-    #: Its share of the task slots against other sessions' ("weight 3, min share 1";
+    #: Its share of the task slots against other sessions' ("weight 3, at least 1 slot";
     #: "pool 'x'" in a pool of the user's; "" in one queue for all: FIFO).
     share: str = ""
     #: The task slots of the context it runs on (0: unknown, as on Spark Connect).
@@ -185,7 +185,7 @@ class SessionView:
 
 
 def share_text(session: SessionView, groups: Iterable[GroupView]) -> str:
-    """ "1 of 2 slots · weight 1, min share 0": the session's running tasks (its groups'
+    """ "1 of 2 slots · weight 1": the session's running tasks (its groups'
     active ones) against its context's slots, and its share of them ("" for nothing)."""
     running = sum(g.tasks.active for g in groups if g.state in ("running", "cancelling"))
     parts = []

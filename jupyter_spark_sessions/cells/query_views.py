@@ -43,7 +43,7 @@ _STOPPED_BY = {
     "sidebar": "from the sidebar",
     "panel": "from the panel",
     "cell": "from its view",
-    "relay": "through the REST relay",
+    "relay": "from the sidebar's Shared driver section or by a script",
     "magic": "by %spark_session",
     "interrupt": "by the Interrupt",
 }

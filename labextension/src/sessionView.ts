@@ -213,7 +213,7 @@ function renderSessionTimeline(
 }
 
 /**
- * "1 of 2 slots · weight 1, min share 0": the session's running tasks (its
+ * "1 of 2 slots · weight 1": the session's running tasks (its
  * groups' active ones) against its context's slots (unknown on Spark Connect),
  * and its share of them; "" when there is nothing to say.
  */

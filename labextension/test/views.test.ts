@@ -181,18 +181,18 @@ describe('the session view', () => {
   });
 
   it('shows its running tasks against the slots, and its share of them', () => {
-    const shared = session({ slots: 4, share: 'weight 3, min share 1' });
+    const shared = session({ slots: 4, share: 'weight 3, at least 1 slot' });
     const { ctx } = context(true, board({ sessions: [shared] }));
     const [share] = q(renderSession(shared, ctx), 'jss-session-share');
-    expect(share.textContent).toBe('2 of 4 slots \u00b7 weight 3, min share 1');
+    expect(share.textContent).toBe('2 of 4 slots \u00b7 weight 3, at least 1 slot');
     // Ended groups hold no slot; Spark Connect knows no slots; FIFO has no share.
     const ended = group({ id: 'etl:13', state: 'succeeded' });
     expect(shareText(session({ slots: 2 }), [group(), ended])).toBe(
       '2 of 2 slots'
     );
     expect(
-      shareText(session({ share: 'weight 1, min share 0' }), [group()])
-    ).toBe('2 tasks running \u00b7 weight 1, min share 0');
+      shareText(session({ share: 'weight 1' }), [group()])
+    ).toBe('2 tasks running \u00b7 weight 1');
     expect(shareText(session(), [ended])).toBe('');
   });
 
