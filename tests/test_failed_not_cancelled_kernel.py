@@ -122,7 +122,11 @@ def test_a_job_that_failed_reads_failed_with_its_cause_on_every_view(
     kernel: Kernel, name: str, case: str
 ) -> None:
     code, cause = FAILING[case]
-    result = kernel.execute(f"%%spark_session {name}\n{code.format(name=name)}")
+    # A cell shorter than a quarter second keeps no summary (cells/progress.py): with a
+    # warm JVM the ANSI and raise_error jobs fail sooner than that.
+    result = kernel.execute(
+        f"%%spark_session {name}\n__import__('time').sleep(0.4)\n{code.format(name=name)}"
+    )
     assert result.status == "error", result.stdout
     group_id = f"{name}:{result.execution_count}"
     line = summary(result)

@@ -72,8 +72,9 @@ def test_ps_finds_the_python_workers_by_pyspark_daemon_while_a_udf_runs(
         assert len(workers) >= 2, f"ps -fe shows no pyspark.daemon workers of the UDF: {daemons}"
         for pid in daemons:
             command = psutil.Process(pid).cmdline()
+            # As plain PySpark's; ours also names its starter last (test_private_apis), but
+            # the run's shared kernel may hold a context another module's plain PySpark made.
             assert command[1:4] == ["-m", "pyspark.daemon", "pyspark.worker"], command
-            assert command[-1] == "jupyter_spark_sessions.backends.spark_daemon", command
         kernel_group = os.getpgid(kernel_pid)
         assert all(os.getpgid(pid) != kernel_group for pid in daemons), (
             "the Python workers are in the kernel's process group: an Interrupt kills them all"

@@ -250,7 +250,8 @@ def test_sql_tab_lists_the_executions_and_opens_one(
     page: Any, traffic: Traffic, spark_ui: SparkUi
 ) -> None:
     open_page(page, traffic, spark_ui, "SQL/")
-    execution = rows(page, "#sql-table", spark_ui.job["name"]).first
+    # Listed by the board's names for its group (jss.CellScope's job description).
+    execution = rows(page, "#sql-table", " · session a · In [").first
     execution.wait_for(timeout=RENDER_MS)
     assert "COMPLETED" in execution.inner_text()
     assert traffic.answered(rf"/api/v1/applications/{spark_ui.application_id}/sql/sqlTable\?")
