@@ -1,7 +1,8 @@
 """Whose job is it: a job lands in the Spark session that ran it, through a real kernel
-(jupyter_client), on classic Spark on three masters (``local[2]``,
-``local-cluster[2,1,1024]``: executor processes, and a real standalone cluster: a master
-and two workers started from the installed PySpark, see conftest) and on Spark Connect
+(jupyter_client), on classic Spark on two masters (``local[2]``, and a real standalone
+cluster: a master and two workers started from the installed PySpark, see conftest, whose
+executors are processes of their own; ``local-cluster``'s executor processes are tested
+by test_artifacts_kernel and test_recovery_kernel) and on Spark Connect
 (sessions of a local Connect server, ``--remote local``). Each behaviour both backends
 share is one test, run on every backend; what only one has is marked so.
 
@@ -39,12 +40,12 @@ from kernel_driver import Kernel, assert_active
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
-MASTERS = ["local[2]", "local-cluster[2,1,1024]", "standalone"]
+MASTERS = ["local[2]", "standalone"]
 #: Every backend: the classic masters, and sessions of a local Spark Connect server.
 BACKENDS = [*MASTERS, "connect"]
 
 #: For a test of what only classic Spark has (Spark's job tags, RDD jobs, Interrupt's
-#: handler), on its three masters.
+#: handler), on its two masters.
 classic_only = pytest.mark.parametrize("env", MASTERS, indirect=True)
 #: For a test of what only Spark Connect has.
 connect_only = pytest.mark.parametrize("env", ["connect"], indirect=True)
