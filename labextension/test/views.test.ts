@@ -184,15 +184,17 @@ describe('the session view', () => {
     const shared = session({ slots: 4, share: 'weight 3, at least 1 slot' });
     const { ctx } = context(true, board({ sessions: [shared] }));
     const [share] = q(renderSession(shared, ctx), 'jss-session-share');
-    expect(share.textContent).toBe('2 of 4 slots \u00b7 weight 3, at least 1 slot');
+    expect(share.textContent).toBe(
+      '2 of 4 slots \u00b7 weight 3, at least 1 slot'
+    );
     // Ended groups hold no slot; Spark Connect knows no slots; FIFO has no share.
     const ended = group({ id: 'etl:13', state: 'succeeded' });
     expect(shareText(session({ slots: 2 }), [group(), ended])).toBe(
       '2 of 2 slots'
     );
-    expect(
-      shareText(session({ share: 'weight 1' }), [group()])
-    ).toBe('2 tasks running \u00b7 weight 1');
+    expect(shareText(session({ share: 'weight 1' }), [group()])).toBe(
+      '2 tasks running \u00b7 weight 1'
+    );
     expect(shareText(session(), [ended])).toBe('');
   });
 
