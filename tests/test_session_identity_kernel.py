@@ -47,6 +47,12 @@ BACKENDS = [*MASTERS, "connect"]
 #: For a test of what only classic Spark has (Spark's job tags, RDD jobs, Interrupt's
 #: handler), on its two masters.
 classic_only = pytest.mark.parametrize("env", MASTERS, indirect=True)
+#: For a test of what is decided in the driver alone (which session and cell a job is
+#: filed under, Spark's active session): the standalone cluster's executors change
+#: nothing there, and its stories cost the most (issue 47: the run within 15 minutes).
+driver_side = pytest.mark.parametrize("env", ["local[2]", "connect"], indirect=True)
+#: The same, for what only classic Spark has.
+driver_side_classic = pytest.mark.parametrize("env", ["local[2]"], indirect=True)
 #: For a test of what only Spark Connect has.
 connect_only = pytest.mark.parametrize("env", ["connect"], indirect=True)
 
@@ -374,6 +380,7 @@ def test_the_kernel_runs_on_its_master_with_executors(env: Env) -> None:
         assert status["aliveworkers"] == 2
 
 
+@driver_side
 def test_a_job_of_session_b_in_a_cell_bound_to_a_is_filed_under_b(env: Env, kernel: Kernel) -> None:
     ran = kernel.ok("b_s.range(0, 4, 1, 2).selectExpr('sum(id)').collect()[0][0]")
     assert ran.result_text == "6"
@@ -387,7 +394,7 @@ def test_a_job_of_session_b_in_a_cell_bound_to_a_is_filed_under_b(env: Env, kern
     assert group_a is None or not group_a["jobs"], group_a
 
 
-@classic_only
+@driver_side_classic
 def test_a_cell_that_ran_jobs_in_two_sessions_shows_one_group_in_each(kernel: Kernel) -> None:
     ran = kernel.ok(
         "_x = spark.range(0, 6, 1, 2).selectExpr('sum(id)').collect()[0][0]\n"
@@ -505,7 +512,7 @@ def test_a_cells_rdd_jobs_run_in_its_sessions_pool(kernel: Kernel) -> None:
     assert kernel.value("_join('rdd_b')") == 1
 
 
-@classic_only
+@driver_side_classic
 def test_a_thread_of_a_b_cell_using_the_global_spark_runs_in_a(kernel: Kernel) -> None:
     """The thread inherits the ``%%spark_session b`` cell's tags but reads ``spark`` when
     the cell is over: its job runs in session a, and the board and cancel say so."""
@@ -575,6 +582,7 @@ def test_a_thread_of_a_b_cell_using_the_global_spark_runs_in_a(kernel: Kernel) -
     assert_filed(kernel, {job_id: (group_a, "a"), more[0][0]: (group_b, "b")})
 
 
+@driver_side
 def test_jobs_started_outside_managed_cells_are_each_sessions_background_group(
     env: Env, kernel: Kernel
 ) -> None:
@@ -623,6 +631,7 @@ def test_jobs_started_outside_managed_cells_are_each_sessions_background_group(
     assert_filed(kernel, {job: ("b:background", "b") for job, _ in jobs})
 
 
+@driver_side
 def test_binding_makes_the_session_sparks_active_one(kernel: Kernel) -> None:
     a, b = kernel.value("_ident('a')"), kernel.value("_ident('b')")
     assert a != b
