@@ -247,7 +247,9 @@ def test_a_stop_request_returns_at_once_and_spares_the_other_sessions_query(
         streams, {"version": 1, "action": "stop_query", "query": "rate_a", "source": "sidebar"}
     )
     assert reply["status"] == "ok" and reply["query"]["state"] == "stopping", reply
-    assert seconds < 0.05, f"the stop request took {seconds * 1000:.0f} ms"
+    # At once, not after the query's stop (a batch and more: seconds); its figure is
+    # benchmarks/streaming_queries.py's. CI's load once made a 15 ms reply take 52 ms.
+    assert seconds < 0.5, f"the stop request took {seconds * 1000:.0f} ms"
     stopped = wait_for_query(streams, "rate_a", lambda q: q["state"] == "stopped", 5)
     assert stopped["stop_source"] == "sidebar" and stopped["ended_at"], stopped
     assert streams.value("q_rate_a.isActive") is False
