@@ -85,22 +85,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 #: Handing them out in this order instead (--no-loadscope-reorder) was measured slower:
 #: the heavy modules all started at once (pytest 1009 s against 995 s, static 411 s
 #: against 253 s, in fresh-clone runs of make test).
-SLOWEST_MODULES = (  # as measured in a fresh-clone make test (CONTRIBUTING.md's table)
+SLOWEST_MODULES = (
     "test_session_identity_kernel.py",
-    "test_sidebar_browser.py",
     "test_notebook7_browser.py",
-    "test_private_apis.py",
-    "test_privacy_kernel.py",
     "test_connect_kernel.py",
     "test_recovery_kernel.py",
-    "test_shared_driver_kernel.py",
-    "test_gateway_relay.py",
-    "test_demos.py",
+    "test_sidebar_browser.py",
     "test_artifacts_kernel.py",
-    "test_streaming_kernel.py",
     "test_cell_progress_browser.py",
-    "test_gateway_browser.py",
-    "test_server_relay.py",
+    "test_demos.py",
+    "test_privacy_kernel.py",
 )
 
 
