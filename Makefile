@@ -9,7 +9,7 @@ SOURCES := pyproject.toml package.json tsconfig.json $(wildcard labextension/src
 	$(wildcard style/*) $(wildcard jupyter_spark_sessions/*.py jupyter_spark_sessions/*/*.py) \
 	$(wildcard jupyter_spark_sessions/*.json jupyter_spark_sessions/*.properties jupyter_spark_sessions/jars/*.jar)
 
-.PHONY: setup setup-all java-runtime browser demo test static check lint typecheck pytest pytest-light tstest test-lowest \
+.PHONY: setup setup-all setup-first java-runtime browser demo test static check lint typecheck pytest pytest-light tstest test-lowest \
 	test-newest screenshots bench jar clean
 
 setup: $(STAMP)
@@ -91,7 +91,10 @@ JUNIT = --junitxml=$(RESULTS)/$@.xml
 # Modules run side by side in PYTEST_WORKERS processes (pytest-xdist), each module whole
 # in one of them (its fixtures shared as written); the slowest start first (conftest).
 PYTEST_WORKERS ?= 3
-PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile
+# --no-loadscope-reorder: xdist 3.8 would start the modules with the most tests first,
+# not the slowest (tests/conftest.py's order), and could leave a long one to start last.
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+PARALLEL_LOWEST = -n 2 --dist loadfile --no-loadscope-reorder
 
 # The watch-and-cancel demo runs in test-newest (the same releases, Python 3.13): not twice.
 NEWEST_ONLY := --deselect tests/test_demos.py::test_watch_and_cancel_demo_cancels_one_session_while_the_other_finishes
@@ -107,7 +110,7 @@ TEST_TARGETS := timed-pytest timed-test-lowest timed-test-newest timed-static
 
 test:
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory -j3 --output-sync=target timed-setup-all
+	@$(MAKE) --no-print-directory -j3 --output-sync=target timed-setup-first
 	@started=$$(date +%s); \
 	$(MAKE) --no-print-directory --keep-going -j4 --output-sync=target $(TEST_TARGETS); \
 	status=$$?; \
@@ -214,14 +217,17 @@ $(NEWEST_VENV)/.installed: $(WHEEL) | require-python-newest java-runtime
 # .pytest_cache to the main one.
 SHOW_VERSIONS := pip list --format=freeze | grep -iE '^(pyspark|ipykernel|ipython|jupyterlab|jupyter.server|ipywidgets|pandas|comm|traitlets)=='
 
-test-lowest: require-python-oldest $(LOWEST_VENV)/.installed
+test-lowest: require-python-oldest $(LOWEST_VENV)/.jvm-class-data
 	$(LOWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
-	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider -n 2 --dist loadfile $(JUNIT) \
+	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(PARALLEL_LOWEST) $(JUNIT) \
 		-k "not local-cluster" $(LOWEST_TESTS)
 
+# Its JVMs start without a class-data archive (the C1 compiler only): it starts five,
+# and making the archive costs more than it would save them.
 test-newest: require-python-newest $(NEWEST_VENV)/.installed
 	$(NEWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
-	$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(JUNIT) -k "not local-cluster" \
+	JSS_TEST_JVM_OPTIONS="$$($(NEWEST_VENV)/bin/python -c 'import sys; sys.path.insert(0, "tests"); import jvm_options; print(jvm_options.JIT_OPTIONS)')" \
+		$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(JUNIT) -k "not local-cluster" \
 		$(NEWEST_TESTS)
 
 # The class-data archive a test venv's JVMs start from (tests/jvm_options.py: about a
@@ -232,8 +238,13 @@ test-newest: require-python-newest $(NEWEST_VENV)/.installed
 
 # Everything `make test` needs installed: the three venvs with their JVM class-data
 # archives, Chromium, the npm packages.
-setup-all: setup browser require-python-oldest require-python-newest \
-		$(foreach v,$(VENV) $(LOWEST_VENV) $(NEWEST_VENV),$(v)/.jvm-class-data)
+setup-all: setup-first $(LOWEST_VENV)/.jvm-class-data $(NEWEST_VENV)/.installed
+
+# What the targets of `make test` share, made before they start side by side (two
+# sub-makes must not build one wheel at once): the wheel, the main venv and its JVM
+# class-data archive, Chromium, the npm packages. Each other venv is made by its own
+# target, so that make pytest (the longest) starts without waiting for them (issue 47).
+setup-first: setup browser require-python-oldest require-python-newest $(VENV)/.jvm-class-data
 	$(JLPM) install --immutable
 
 # Speed and memory targets (ratios against a baseline in the same run); rewrites

@@ -292,16 +292,30 @@ def test_the_board_reader_ends_the_python_workers_of_killed_tasks(
     # Spark's BasePythonRunner$MonitorThread ends a killed task's worker on its next
     # 2-second tick; jss.KilledTaskWorkers (private fields of that thread) does it at the
     # reader's next read. Cancelled at once after the workers start, before that tick.
-    import os
-    import threading
-
+    # The tick can still come first (it runs from the task's start, and a loaded machine
+    # delays the reads): that is a race the reader loses now and then, so the probe runs
+    # up to three times and the reader must end both workers in one of them; a reader
+    # that ends none fails all three.
     sc = root.sparkContext
     reader = job_feed.JobStatusReader(sc)
     assert reader._reader.killedTaskWorkersProblem() == ""
-    piddir = str(tmp_path)
+    attempts: list[int] = []
+    while len(attempts) < 3 and (not attempts or attempts[-1] < 2):
+        attempts.append(_probe_killed_workers(sc, reader, tmp_path / str(len(attempts))))
+    assert attempts[-1] == 2, f"the reader did not end the killed tasks' workers: {attempts}"
+
+
+def _probe_killed_workers(sc: Any, reader: Any, piddir: Path) -> int:
+    """Start two sleeping Python tasks, cancel them, read until the reader ended both
+    (or 2 s, when Spark's own monitor has ended them); how many the reader ended. Both
+    workers are gone at the end either way."""
+    import os
+    import threading
+
+    piddir.mkdir()
     errors: list[str] = []
 
-    def sleeper(x: int) -> int:
+    def sleeper(x: int, piddir: str = str(piddir)) -> int:
         open(os.path.join(piddir, str(os.getpid())), "w").close()
         time.sleep(60)
         return x
@@ -322,26 +336,26 @@ def test_the_board_reader_ends_the_python_workers_of_killed_tasks(
     workers = [psutil.Process(int(name)) for name in os.listdir(piddir)]
     sc.cancelJobGroup("killed-workers-probe")
     ended = 0
-    deadline = time.monotonic() + 1.5
+    deadline = time.monotonic() + 2
     while ended < 2 and time.monotonic() < deadline:
         ended += reader.read((), -1, 0)["endedWorkers"]
         time.sleep(0.02)
-    assert ended == 2, "the reader did not end the killed tasks' workers"
     thread.join(30)
     assert errors and "cancelled" in errors[0].lower()
 
     # A kill is a signal: the process ends a moment after it was sent (a loaded CI saw
     # one still running right after). is_running() also tells a reused pid apart.
-    def ended(worker: psutil.Process) -> bool:
+    def gone(worker: psutil.Process) -> bool:
         try:
             return not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
 
     deadline = time.monotonic() + 5
-    while not all(ended(w) for w in workers) and time.monotonic() < deadline:
+    while not all(gone(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert all(ended(w) for w in workers), [w.pid for w in workers if not ended(w)]
+    assert all(gone(w) for w in workers), [w.pid for w in workers if not gone(w)]
+    return ended
 
 
 def test_a_tagged_thread_has_the_session_active_in_the_jvm_and_in_pyspark(root: Any) -> None:
