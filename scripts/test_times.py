@@ -60,7 +60,7 @@ def read_modules(xml: Path) -> dict[str, tuple[int, float]]:
 
 #: How the table names the rows of targets.txt that are not plain make targets.
 LABELS = {
-    "setup-first": "set-up shared (main venv, Chromium, npm packages; 3 make jobs)",
+    "setup-all": "set-up (venvs, Chromium, npm packages; 3 make jobs)",
     "test": "**make test, after set-up**",
 }
 
