@@ -91,10 +91,8 @@ JUNIT = --junitxml=$(RESULTS)/$@.xml
 # Modules run side by side in PYTEST_WORKERS processes (pytest-xdist), each module whole
 # in one of them (its fixtures shared as written); the slowest start first (conftest).
 PYTEST_WORKERS ?= 3
-# --no-loadscope-reorder: xdist 3.8 would start the modules with the most tests first,
-# not the slowest (tests/conftest.py's order), and could leave a long one to start last.
-PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
-PARALLEL_LOWEST = -n 2 --dist loadfile --no-loadscope-reorder
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile
+PARALLEL_LOWEST = -n 2 --dist loadfile
 
 # The watch-and-cancel demo runs in test-newest (the same releases, Python 3.13): not twice.
 NEWEST_ONLY := --deselect tests/test_demos.py::test_watch_and_cancel_demo_cancels_one_session_while_the_other_finishes
