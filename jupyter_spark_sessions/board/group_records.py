@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import job_descriptions
-from .group_inside import GroupInside, SlotSampler
 from .snapshot import (
     FINAL_STATES,
     GroupView,
@@ -90,20 +89,13 @@ class GroupRecord:
     #: its cell. Kept for the group's life: its title does not change under the cursor
     #: as later jobs run (each job's own line is its name).
     job_line: str = ""
-    #: Its running tasks per executor, sampled at each poll while it runs.
-    sampler: SlotSampler = field(default_factory=SlotSampler)
-    #: What it shows inside and what that was made from (``JobBoard._inside``).
-    inside: tuple[tuple[Any, ...], GroupInside | None] | None = None
 
     @property
     def id(self) -> str:
         return group_id_of((self.session, self.count))
 
-    def view_of(
-        self, jobs: tuple[JobView, ...], cell: CellRecord | None, inside: GroupInside | None
-    ) -> GroupView:
-        """The view of the group with ``jobs`` (in the order shown), its ``cell`` and
-        what it shows ``inside``."""
+    def view_of(self, jobs: tuple[JobView, ...], cell: CellRecord | None) -> GroupView:
+        """The view of the group with ``jobs`` (in the order shown) and its ``cell``."""
         description = self._description(jobs, cell)
         # JobViews are immutable and replaced when Spark reports a change, so the
         # tuple compares by identity in the common case.
@@ -113,11 +105,10 @@ class GroupRecord:
             self.cancel_requested_at,
             description,
             cell.running if cell else False,
-            inside,
         )
         if self.view is not None and self.view[0] == inputs:
             return self.view[1]
-        view = _make_view(self, jobs, description, cell, inside)
+        view = _make_view(self, jobs, description, cell)
         self.view = (inputs, view)
         return view
 
@@ -132,11 +123,7 @@ class GroupRecord:
 
 
 def _make_view(
-    group: GroupRecord,
-    jobs: tuple[JobView, ...],
-    description: str,
-    cell: CellRecord | None,
-    inside: GroupInside | None,
+    group: GroupRecord, jobs: tuple[JobView, ...], description: str, cell: CellRecord | None
 ) -> GroupView:
     tasks = sum((j.tasks for j in jobs), TaskCounts())
     submitted = [j.submitted_at for j in jobs if j.submitted_at is not None]
@@ -155,7 +142,6 @@ def _make_view(
         tasks=tasks,
         tasks_still_running=sum(j.tasks.active for j in jobs if not j.running),
         jobs=stated_jobs(jobs, group.cancel_job_ids, group.cancel_requested_at),
-        inside=inside,
     )
 
 

@@ -13,14 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from .. import job_tags
 from ..backends.base import OperationReport
 from ..backends.spark_error_reading import failure_line, names_a_cancel
-
-if TYPE_CHECKING:
-    from .group_inside import GroupInside
 
 GroupState = Literal["running", "cancelling", "succeeded", "failed", "cancelled", "lost"]
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
@@ -91,8 +88,6 @@ class JobView:
     #: The first line of why it failed, as Spark says (its failed stage's reason, or
     #: the Connect operation's error); "" unless Spark reports it FAILED.
     error: str = ""
-    #: Its stages Spark skipped (their output was there already).
-    skipped_stages: int = 0
 
     def __post_init__(self) -> None:
         if not self.state:
@@ -129,9 +124,6 @@ class GroupView:
     #: worker takes a moment to exit): "Spark ended the jobs" is not "slots are free".
     tasks_still_running: int
     jobs: tuple[JobView, ...]
-    #: Its stages, slot chart and findings (None: nothing known inside it, as for a
-    #: Spark Connect session's operations).
-    inside: GroupInside | None = None
 
     @property
     def finished(self) -> bool:
@@ -296,7 +288,6 @@ def parse_job(data: dict[str, Any], stages: tuple[StageView, ...] = ()) -> JobVi
         kill_reasons=tuple(str(r) for r in (data.get("killedTasksSummary") or {})),
         stages=stages,
         error=failure_line(str(data.get("failureReason") or "")),
-        skipped_stages=int(data.get("numSkippedStages", 0)),
     )
 
 

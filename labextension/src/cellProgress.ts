@@ -3,8 +3,7 @@
  * `application/vnd.jupyter-spark-sessions.cell+json` output (one per cell
  * running Spark jobs; the kernel replaces it with update_display_data as the
  * board changes) with a progress bar per group and a Cancel that goes over the
- * control channel, so it works while the cell is busy. Under each group's line,
- * what happened inside it (insideView.ts): its stages, slot chart and findings.
+ * control channel, so it works while the cell is busy.
  *
  * The renderer factory is added to each notebook's own rendermime registry, so
  * a Cancel knows the notebook, hence the kernel, it belongs to. Works the same
@@ -20,7 +19,6 @@ import { CANCEL_TIMEOUT_MS } from './connection';
 import { sendControlRequest } from './controlChannel';
 import { el, externalLink } from './dom';
 import { oneLine } from './format';
-import { isEmptyInside, renderInside } from './insideView';
 import { cancelRequest } from './messages';
 import type { CellProgress, CellProgressGroup, CellTasks } from './protocol';
 import { sparkJobUrl, sparkJobsUrl, sparkPageUrl } from './sparkUi';
@@ -114,8 +112,6 @@ export class CellProgressRenderer
   private _timer: number | undefined;
   private _cancelling = new Set<string>();
   private _errors = new Map<string, string>();
-  /** Each group's inside, drawn once per model: the clock's redraws reuse it. */
-  private _insides = new Map<string, HTMLElement>();
 
   constructor(private readonly _kernelOf: KernelOf) {
     super();
@@ -126,16 +122,9 @@ export class CellProgressRenderer
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._data = model.data[CELL_PROGRESS_MIME] as unknown as CellProgress;
     this._receivedAt = Date.now();
-    this._insides.clear();
     for (const group of this._data.groups) {
       if (!group.cancellable) {
         this._cancelling.delete(group.id);
-      }
-      if (group.inside && !isEmptyInside(group.inside)) {
-        const inside = renderInside(group.inside);
-        inside.classList.add('jp-SparkCell-inside');
-        inside.dataset.group = group.id;
-        this._insides.set(group.id, inside);
       }
     }
     this._draw();
@@ -163,13 +152,7 @@ export class CellProgressRenderer
       return;
     }
     const since = (Date.now() - this._receivedAt) / 1000;
-    // The inside goes after the group's line, not in it: the line stays one
-    // wrapping row of figures.
-    const rows = data.groups.flatMap(g => {
-      const inside = this._insides.get(g.id);
-      const row = this._row(g, data.final, since);
-      return inside ? [row, inside] : [row];
-    });
+    const rows = data.groups.map(g => this._row(g, data.final, since));
     this.node.replaceChildren(...rows);
     this.node.classList.toggle('jp-mod-final', data.final);
   }

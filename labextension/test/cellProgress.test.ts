@@ -13,7 +13,6 @@ import {
 } from '../src/cellProgress';
 import type { CellProgress, CellProgressGroup } from '../src/protocol';
 import { FakeKernel } from './fakes';
-import { inside } from './fixtures';
 
 function entry(fields: Partial<CellProgressGroup> = {}): CellProgressGroup {
   return {
@@ -37,7 +36,6 @@ function entry(fields: Partial<CellProgressGroup> = {}): CellProgressGroup {
     operations_page: '',
     cancellable: true,
     error: '',
-    inside: null,
     ...fields
   };
 }
@@ -203,79 +201,5 @@ describe('the view', () => {
     expect(renderer.node.textContent).toContain(
       'This notebook has no kernel to ask.'
     );
-  });
-});
-
-describe('inside the groups', () => {
-  it("shows each group's stages, chart and findings under its line while it runs", async () => {
-    renderer = new CellProgressRenderer(() => null);
-    const plain = entry({ id: 'b:4', session: 'b' });
-    await renderer.renderModel(
-      model({
-        version: 1,
-        cell: 4,
-        final: false,
-        groups: [entry({ inside: inside() }), plain]
-      })
-    );
-    const node = renderer.node;
-    const [row, under, other] = Array.from(node.children) as HTMLElement[];
-    expect(row.dataset.testid).toBe('spark-cell-group');
-    expect(under.dataset.testid).toBe('jss-inside');
-    expect(under.dataset.group).toBe('a:4');
-    // the group's line is as before: the inside is not in it
-    expect(row.querySelector('[data-testid="jss-inside"]')).toBeNull();
-    expect(
-      Array.from(under.querySelectorAll('[data-testid="jss-stage-row"]')).map(
-        r => (r as HTMLElement).dataset.stage
-      )
-    ).toEqual(['3', '4']);
-    expect(
-      under.querySelector('[data-testid="jss-hidden-stages"]')
-    ).not.toBeNull();
-    expect(
-      under.querySelectorAll('[data-testid="jss-slot-lane"]')
-    ).toHaveLength(2);
-    expect(under.querySelectorAll('[data-testid="jss-finding"]')).toHaveLength(
-      1
-    );
-    // a group with nothing known inside (inside: null) has its line only
-    expect(other.dataset.group).toBe('b:4');
-    expect(node.children).toHaveLength(3);
-  });
-
-  it('keeps the same inside across the clock redraws, and under the summary at the end', async () => {
-    renderer = new CellProgressRenderer(() => null);
-    await renderer.renderModel(
-      model({
-        version: 1,
-        cell: 4,
-        final: false,
-        groups: [entry({ inside: inside() })]
-      })
-    );
-    const drawn = renderer.node.querySelector('[data-testid="jss-inside"]');
-    (renderer as any)._draw(); // what the 1 s clock does
-    expect(renderer.node.querySelector('[data-testid="jss-inside"]')).toBe(
-      drawn
-    );
-    const ended = entry({
-      state: 'succeeded',
-      cancellable: false,
-      job: null,
-      stage: null,
-      inside: inside({ findings: [] })
-    });
-    await renderer.renderModel(
-      model({ version: 1, cell: 4, final: true, groups: [ended] })
-    );
-    const [summary, under] = Array.from(renderer.node.children);
-    expect(
-      summary.querySelector('[data-testid="spark-cell-summary"]')
-    ).not.toBeNull();
-    expect(
-      under.querySelectorAll('[data-testid="jss-stage-row"]')
-    ).toHaveLength(2);
-    expect(under.querySelector('[data-testid="jss-finding"]')).toBeNull();
   });
 });
