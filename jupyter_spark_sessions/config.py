@@ -171,6 +171,41 @@ class SparkSessionsConfig(Configurable):
         help="How many finished job groups the job board keeps (the oldest go first).",
     ).tag(config=True)
 
+    # What a group's diagnosis line needs to see (docs/jobs.md, "Inside a job").
+    diagnosis_min_seconds = Float(
+        3.0,
+        min=0.0,
+        help="A stage that ran shorter than this gets no line about time (skew, too few "
+        "partitions, a straggling executor, GC): in a short stage they cost little.",
+    ).tag(config=True)
+
+    diagnosis_skew_ratio = Float(
+        5.0,
+        min=1.0,
+        help="Skew: a stage's slowest task took at least this many times its median "
+        "(and at least half the stage's time).",
+    ).tag(config=True)
+
+    diagnosis_skew_min_tasks = Int(
+        8,
+        min=2,
+        help="Skew is looked for in stages of at least this many tasks.",
+    ).tag(config=True)
+
+    diagnosis_gc_share = Float(
+        0.25,
+        min=0.0,
+        max=1.0,
+        help="GC: the share of a stage's task time spent in garbage collection that gets a line.",
+    ).tag(config=True)
+
+    diagnosis_straggler_ratio = Float(
+        3.0,
+        min=1.0,
+        help="A straggling executor: its tasks of a stage took at least this many times "
+        "as long on average as the other executors'.",
+    ).tag(config=True)
+
     archive_max_bytes = Int(
         4 * 1024**3,
         help="Largest total uncompressed size, in bytes, of an archive `add_archive` "

@@ -20,6 +20,9 @@ class FakeJobFeed:
 
     def __init__(self) -> None:
         self.jobs: dict[int, dict[str, Any]] = {}
+        #: Stage id -> jss.StageFigures' data; executor id -> task slots.
+        self.stages: dict[int, dict[str, Any]] = {}
+        self.slots: dict[str, int] = {}
 
     def poll(self, also: Iterable[int]) -> list[dict[str, Any]]:
         # New dicts each poll, as a real feed's (JobFeed.poll).
@@ -27,6 +30,12 @@ class FakeJobFeed:
 
     def running_stages(self, stage_ids: Iterable[int]) -> list[dict[str, Any]]:
         return []
+
+    def stage_figures(self) -> dict[int, dict[str, Any]]:
+        return self.stages
+
+    def executor_slots(self) -> dict[str, int]:
+        return self.slots
 
 
 class FakeBackend:

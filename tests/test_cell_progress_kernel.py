@@ -83,7 +83,8 @@ def test_a_cell_running_jobs_shows_progress_that_advances_then_one_summary(kerne
     last = shown[-1][1]
     assert last[MIME_TYPE]["final"] is True
     assert errors(last[MIME_TYPE], "CellProgress") == []
-    match = SUMMARY.match(last["text/plain"])
+    # The summary line, then what happened inside (its stages: test_inside_a_job_kernel).
+    match = SUMMARY.match(last["text/plain"].splitlines()[0])
     assert match, last["text/plain"]
     assert int(match.group(1)) == result.execution_count
     assert match.group(2) == "succeeded" and match.group(4) == match.group(5) != "0"
@@ -185,7 +186,9 @@ def test_a_notebook_run_by_nbclient_keeps_only_the_summary_line(
     ours = [o for o in outputs if MIME_TYPE in o.get("data", {})]
     assert len(ours) == 1, outputs  # one output, not one per update
     (view,) = ours
-    assert SUMMARY.match(view["data"]["text/plain"]), view["data"]["text/plain"]
+    summary, *inside = view["data"]["text/plain"].splitlines()
+    assert SUMMARY.match(summary), view["data"]["text/plain"]
+    assert inside and inside[0].startswith("  stage "), inside  # the static picture
     assert view["data"][MIME_TYPE]["final"] is True
     saved = Path(tmp_path_factory.mktemp("saved")) / "run.ipynb"
     nbformat.write(notebook, saved)

@@ -15,7 +15,9 @@ class LaggingStore:
         self.total = 0
         self.written: dict[int, dict[str, Any]] = {}
 
-    def read(self, asked: Any, from_job_id: int, limit: int) -> dict[str, Any]:
+    def read(
+        self, asked: Any, from_job_id: int, limit: int, stages_since: int = -1
+    ) -> dict[str, Any]:
         # What jss.BoardReader answers (tests/test_private_apis.py reads the real one).
         running = self.running_jobs()
         first = from_job_id if from_job_id >= 0 else max(0, self.total + from_job_id)

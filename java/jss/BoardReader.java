@@ -18,6 +18,7 @@ import java.util.zip.GZIPOutputStream;
 import org.apache.spark.JobExecutionStatus;
 import org.apache.spark.SparkContext;
 import org.apache.spark.status.AppStatusStore;
+import org.apache.spark.status.api.v1.ExecutorSummary;
 import org.apache.spark.status.api.v1.JobData;
 import org.apache.spark.status.api.v1.StageData;
 import scala.jdk.javaapi.CollectionConverters;
@@ -48,10 +49,14 @@ public final class BoardReader {
     private KilledTaskWorkers killedTaskWorkers;
     private String killedTaskWorkersProblem = "";
     private volatile boolean endingKilledTaskWorkers = true;
+    /** Most stage figures one read returns (the latest changed). */
+    private static final int MAX_STAGE_FIGURES = 2000;
+    private final StageFigures stageFigures = new StageFigures();
 
     public BoardReader(SparkContext sc) {
         this.sc = sc;
         this.store = sc.statusStore();
+        sc.addSparkListener(stageFigures);
         try {
             killedTaskWorkers = new KilledTaskWorkers(SparkContext.class.getClassLoader());
         } catch (ReflectiveOperationException | RuntimeException | LinkageError notThisSpark) {
@@ -81,6 +86,17 @@ public final class BoardReader {
      * evicted); {@code stages} (task counts of the running jobs' active stages).
      */
     public String read(String askedCsv, int fromJobId, int limit) throws IOException {
+        return read(askedCsv, fromJobId, limit, -1);
+    }
+
+    /**
+     * {@link #read(String, int, int)}, and, when {@code stagesSince} is not negative,
+     * {@code stageFigures} (the figures of the stages changed after that sequence
+     * number: {@link StageFigures}), {@code stageSequence} (the number to ask from next
+     * time) and {@code executors} (each executor's id and task slots).
+     */
+    public String read(String askedCsv, int fromJobId, int limit, long stagesSince)
+            throws IOException {
         ObjectNode reply = mapper.createObjectNode();
         boolean stopped = sc.isStopped();
         reply.put("stopped", stopped);
@@ -147,6 +163,16 @@ public final class BoardReader {
                 node.put("numFailedTasks", stage.numFailedTasks());
             }
         }
+        if (stagesSince >= 0) {
+            reply.put("stageSequence", stageFigures.sequence());
+            stageFigures.changedSince(stagesSince, MAX_STAGE_FIGURES, reply.putArray("stageFigures"));
+            ArrayNode executors = reply.putArray("executors");
+            for (ExecutorSummary executor : CollectionConverters.asJava(store.executorList(true))) {
+                ObjectNode node = executors.addObject();
+                node.put("id", executor.id());
+                node.put("slots", executor.maxTasks());
+            }
+        }
         return compressed(reply);
     }
 
@@ -197,6 +223,7 @@ public final class BoardReader {
         node.put("numActiveTasks", job.numActiveTasks());
         node.put("numCompletedTasks", job.numCompletedTasks());
         node.put("numSkippedTasks", job.numSkippedTasks());
+        node.put("numSkippedStages", job.numSkippedStages());
         node.put("numFailedTasks", job.numFailedTasks());
         node.put("numKilledTasks", job.numKilledTasks());
         ObjectNode killed = node.putObject("killedTasksSummary");

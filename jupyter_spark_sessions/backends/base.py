@@ -59,6 +59,16 @@ class JobFeed(Protocol):
         """Task counts of those of ``stage_ids`` that run now (``SparkStageInfo``)."""
         ...
 
+    def stage_figures(self) -> dict[int, dict[str, Any]]:
+        """Stage id -> the figures of its latest attempt (``jss.StageFigures``), read
+        with the jobs: the stages that changed at the last poll; the dicts of stages
+        that did not change are the same objects as before."""
+        ...
+
+    def executor_slots(self) -> dict[str, int]:
+        """Executor id -> its task slots, as of the last poll."""
+        ...
+
 
 class SessionBackend(Protocol):
     """One Spark session, classic or Spark Connect."""

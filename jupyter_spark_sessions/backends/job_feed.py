@@ -36,14 +36,19 @@ class JobStatusReader:
         if problem:
             log.warning("cancelled Python tasks keep Spark's timing (0-2 s): %s", problem)
 
-    def read(self, asked: Iterable[int], from_job_id: int, limit: int) -> dict[str, Any]:
+    def read(
+        self, asked: Iterable[int], from_job_id: int, limit: int, stages_since: int = -1
+    ) -> dict[str, Any]:
         """``stopped``; ``total`` (jobs submitted so far: ids 0..total-1); ``running``
         (Spark's ``JobData`` of every running job); ``jobs`` (the ``JobData`` of the
         ``asked`` ids and of those from ``from_job_id`` up (negative: the last
         ``-from_job_id``) that are not running, at most ``limit``, the newest);
         ``missing`` (ids among those the store does not have); ``stages`` (task counts,
-        ``SparkStageInfo``, of the running jobs' active stages)."""
-        text = self._reader.read(",".join(map(str, sorted(asked))), from_job_id, limit)
+        ``SparkStageInfo``, of the running jobs' active stages). With ``stages_since``
+        not negative, also ``stageFigures`` (``jss.StageFigures``: the stages changed
+        after that sequence number), ``stageSequence`` and ``executors`` (id, slots)."""
+        asked_csv = ",".join(map(str, sorted(asked)))
+        text = self._reader.read(asked_csv, from_job_id, limit, stages_since)
         # gzip + base64: py4j holds a reply over 8 KiB ~40 ms (BoardReader.java).
         reply: dict[str, Any] = json.loads(gzip.decompress(base64.b64decode(text)))
         return reply
@@ -52,6 +57,10 @@ class JobStatusReader:
 # How many ended jobs one poll fetches at most; older ones are skipped (a burst of
 # thousands of tiny jobs between two polls must not stall the board).
 _MAX_ENDED_PER_POLL = 200
+
+
+# Stage figures a feed keeps (the latest changed); the driver keeps 1,000 ended ones.
+_MAX_STAGE_FIGURES = 2000
 
 
 # How many polls a job Spark counted may be missing from its status store before the
@@ -93,13 +102,20 @@ class ContextJobFeed:
         #: (listener events arrive after submission), with how many polls missed them.
         self._unwritten: dict[int, int] = {}
         self._stages: list[dict[str, Any]] = []
+        #: Stage id -> its latest attempt's figures; the sequence number they are from.
+        self._figures: dict[int, dict[str, Any]] = {}
+        self._figures_sequence = 0
+        self._slots: dict[str, int] = {}
 
     def poll(self, also: Iterable[int]) -> list[dict[str, Any]]:
         asked = self._last_running | set(self._unwritten) | set(also)
-        reply = self._reader.read(asked, self._last_total, _MAX_ENDED_PER_POLL)
+        reply = self._reader.read(
+            asked, self._last_total, _MAX_ENDED_PER_POLL, self._figures_sequence
+        )
         if reply["stopped"]:
             self._stages = []
             return []
+        self._take_figures(reply)
         total = int(reply["total"])
         running: list[dict[str, Any]] = reply["running"]
         fetched: list[dict[str, Any]] = reply["jobs"]
@@ -131,3 +147,22 @@ class ContextJobFeed:
         # Read with the jobs, in the same round trip.
         wanted = set(stage_ids)
         return [d for d in self._stages if int(d["stageId"]) in wanted]
+
+    def stage_figures(self) -> dict[int, dict[str, Any]]:
+        return self._figures
+
+    def executor_slots(self) -> dict[str, int]:
+        return self._slots
+
+    def _take_figures(self, reply: dict[str, Any]) -> None:
+        self._figures_sequence = int(reply.get("stageSequence", self._figures_sequence))
+        self._slots = {str(e["id"]): int(e["slots"]) for e in reply.get("executors", ())}
+        for data in reply.get("stageFigures", ()):
+            stage, attempt = int(data["stageId"]), int(data.get("attemptId", 0))
+            known = self._figures.get(stage)
+            if known is not None and int(known.get("attemptId", 0)) > attempt:
+                continue  # an older attempt's late news
+            self._figures.pop(stage, None)  # the latest changed go last
+            self._figures[stage] = data
+        while len(self._figures) > _MAX_STAGE_FIGURES:
+            del self._figures[next(iter(self._figures))]

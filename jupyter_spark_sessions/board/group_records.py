@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import job_descriptions
+from .group_inside import SlotSampler
+from .inside_views import GroupInside
 from .snapshot import (
     FINAL_STATES,
     GroupView,
@@ -89,13 +91,20 @@ class GroupRecord:
     #: its cell. Kept for the group's life: its title does not change under the cursor
     #: as later jobs run (each job's own line is its name).
     job_line: str = ""
+    #: Its running tasks per executor, sampled at each poll while it runs.
+    sampler: SlotSampler = field(default_factory=SlotSampler)
+    #: What it shows inside and what that was made from (``JobBoard._inside``).
+    inside: tuple[tuple[Any, ...], GroupInside | None] | None = None
 
     @property
     def id(self) -> str:
         return group_id_of((self.session, self.count))
 
-    def view_of(self, jobs: tuple[JobView, ...], cell: CellRecord | None) -> GroupView:
-        """The view of the group with ``jobs`` (in the order shown) and its ``cell``."""
+    def view_of(
+        self, jobs: tuple[JobView, ...], cell: CellRecord | None, inside: GroupInside | None
+    ) -> GroupView:
+        """The view of the group with ``jobs`` (in the order shown), its ``cell`` and
+        what it shows ``inside``."""
         description = self._description(jobs, cell)
         # JobViews are immutable and replaced when Spark reports a change, so the
         # tuple compares by identity in the common case.
@@ -105,10 +114,11 @@ class GroupRecord:
             self.cancel_requested_at,
             description,
             cell.running if cell else False,
+            inside,
         )
         if self.view is not None and self.view[0] == inputs:
             return self.view[1]
-        view = _make_view(self, jobs, description, cell)
+        view = _make_view(self, jobs, description, cell, inside)
         self.view = (inputs, view)
         return view
 
@@ -123,7 +133,11 @@ class GroupRecord:
 
 
 def _make_view(
-    group: GroupRecord, jobs: tuple[JobView, ...], description: str, cell: CellRecord | None
+    group: GroupRecord,
+    jobs: tuple[JobView, ...],
+    description: str,
+    cell: CellRecord | None,
+    inside: GroupInside | None,
 ) -> GroupView:
     tasks = sum((j.tasks for j in jobs), TaskCounts())
     submitted = [j.submitted_at for j in jobs if j.submitted_at is not None]
@@ -142,6 +156,7 @@ def _make_view(
         tasks=tasks,
         tasks_still_running=sum(j.tasks.active for j in jobs if not j.running),
         jobs=stated_jobs(jobs, group.cancel_job_ids, group.cancel_requested_at),
+        inside=inside,
     )
 
 

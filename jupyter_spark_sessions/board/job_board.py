@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import job_tags
 from ..errors import UnknownGroupError, UnknownSessionError
+from .diagnosis import thresholds_of
+from .group_inside import StagesRead, inside_of
 from .group_records import CellRecord, GroupRecord
+from .inside_views import GroupInside
 from .snapshot import (
     BoardSnapshot,
     GroupKey,
@@ -116,6 +119,9 @@ class JobBoard:
         self._released: set[str] = set()  # retiring sessions whose release has finished
         #: The sessions' streaming queries (read by the producer, stopped on request).
         self.queries = StreamingQueries(wake=self.wake_now)
+        #: The stages' figures and executors' slots of the last read.
+        self._stages = StagesRead()
+        self._thresholds = thresholds_of(config)
 
     # -- reading -------------------------------------------------------------------
 
@@ -440,8 +446,11 @@ class JobBoard:
         other_running_jobs: int,
         sessions: Iterable[SessionView],
         error: str = "",
+        stages: StagesRead | None = None,
     ) -> BoardSnapshot:
-        """Record fresh job data (``keys`` maps job id -> group) and publish a snapshot."""
+        """Record fresh job data (``keys`` maps job id -> group) and publish a snapshot;
+        with ``stages`` (read with the jobs), the stages' figures and a slot sample of
+        each running group."""
         with self._lock:
             for job in jobs:
                 key = keys.get(job.id)
@@ -452,6 +461,9 @@ class JobBoard:
                     group.job_ids.append(job.id)
                 self._jobs[job.id] = job
                 self._cancel_if_requested(group, [job])
+            if stages is not None:
+                self._stages = stages
+                self._sample_slots(time.time())
             sessions = tuple(sessions)
             self._end_lost_jobs({v.name for v in sessions if v.disconnected})
             views = self._retain([self._view(g) for g in self._groups.values()])
@@ -529,7 +541,34 @@ class JobBoard:
             self._operations[o] for o in group.operation_ids
         )
         cell = self._cells.get(group.count) if group.count is not None else None
-        return group.view_of(jobs, cell)
+        return group.view_of(jobs, cell, self._inside(group, jobs))
+
+    def _sample_slots(self, now: float) -> None:
+        figures = self._stages.figures
+        for group in self._groups.values():
+            running = [self._jobs[i] for i in group.job_ids if i in self._jobs]
+            running = [j for j in running if j.running]
+            if running:
+                stages = (figures.get(s) for j in running for s in j.stage_ids)
+                group.sampler.sample(
+                    now, [s for s in stages if s is not None and s.running], self._stages.slots
+                )
+
+    def _inside(self, group: GroupRecord, jobs: tuple[JobView, ...]) -> GroupInside | None:
+        # Remade when its jobs, their stages' figures or its chart changed; a group
+        # that ended keeps what it showed last (its stages' figures may be gone).
+        figures = self._stages.figures
+        known = tuple(figures.get(s) for j in jobs for s in j.stage_ids)
+        inputs = (jobs, known, group.sampler.version)
+        if group.inside is not None and (group.inside[0] == inputs or not any(known)):
+            return group.inside[1]
+        ended = [j.completed_at for j in jobs if not j.running and j.completed_at is not None]
+        running = any(j.running for j in jobs)
+        end = time.time() if running or not ended else max(ended)
+        start = min((j.submitted_at for j in jobs if j.submitted_at is not None), default=None)
+        inside = inside_of(jobs, figures, group.sampler, (start, end), self._thresholds)
+        group.inside = (inputs, inside)
+        return inside
 
     def _retain(self, views: list[GroupView]) -> list[GroupView]:
         # Groups that never ran a job are not shown; finished ones are kept up to the

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownSessionError
+from .group_inside import StagesRead
 from .snapshot import (
     BoardSnapshot,
     GroupKey,
@@ -26,6 +27,7 @@ from .snapshot import (
     parse_stage,
     status_is_running,
 )
+from .stage_figures import StageFigures, parse_stage_figures
 
 if TYPE_CHECKING:
     from ..backends.base import JobFeed, SessionBackend
@@ -154,10 +156,13 @@ class BoardPoller:
         queries.refresh()
         streaming_runs = queries.run_ids()
         read: list[tuple[JobView, GroupKey | None]] = []
+        figures: dict[int, StageFigures] = {}
+        slots: dict[str, int] = {}
         for feed in feeds:
-            read += self._readers[feed].read(
-                self.board.settling_job_ids(), by_spark_tag, streaming_runs
-            )
+            reader = self._readers[feed]
+            read += reader.read(self.board.settling_job_ids(), by_spark_tag, streaming_runs)
+            figures.update(reader.stage_figures())
+            slots.update(feed.executor_slots())
         jobs = [view for view, _ in read]
         keys = {view.id: key for view, key in read if key is not None}
         running = [key for view, key in read if view.status == "RUNNING"]
@@ -171,7 +176,11 @@ class BoardPoller:
             except UnknownSessionError:
                 continue  # stopped during this poll: its jobs are still recorded below
         snapshot = self.board.update(
-            [j for j in jobs if j.id in keys], keys, running.count(None), sessions
+            [j for j in jobs if j.id in keys],
+            keys,
+            running.count(None),
+            sessions,
+            stages=StagesRead(figures, slots) if feeds else None,
         )
         self._send_cancels()
         return snapshot
@@ -214,6 +223,21 @@ class _FeedReader:
         #: job id -> (its data, its running stages' data, view, group) at the last poll.
         self._last: dict[int, tuple[dict[str, Any], tuple[Any, ...], JobView, GroupKey | None]]
         self._last = {}
+        #: stage id -> (the feed's data, parsed): a stage's data is a new dict only when
+        #: it changed, so each is parsed once per change.
+        self._figures: dict[int, tuple[dict[str, Any], StageFigures]] = {}
+
+    def stage_figures(self) -> dict[int, StageFigures]:
+        """The feed's stage figures, parsed (new parses only for changed stages)."""
+        fed = self._feed.stage_figures()
+        parsed = {}
+        for stage_id, data in fed.items():
+            before = self._figures.get(stage_id)
+            if before is None or before[0] is not data:
+                before = (data, parse_stage_figures(data))
+            parsed[stage_id] = before
+        self._figures = parsed
+        return {stage_id: figures for stage_id, (_, figures) in parsed.items()}
 
     def read(
         self, also: list[int], by_spark_tag: Mapping[str, str], streaming_runs: frozenset[str]

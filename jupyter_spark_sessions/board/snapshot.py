@@ -18,6 +18,7 @@ from typing import Any, Literal
 from .. import job_tags
 from ..backends.base import OperationReport
 from ..backends.spark_error_reading import failure_line, names_a_cancel
+from .inside_views import GroupInside
 
 GroupState = Literal["running", "cancelling", "succeeded", "failed", "cancelled", "lost"]
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
@@ -88,6 +89,8 @@ class JobView:
     #: The first line of why it failed, as Spark says (its failed stage's reason, or
     #: the Connect operation's error); "" unless Spark reports it FAILED.
     error: str = ""
+    #: Its stages Spark skipped (their output was there already).
+    skipped_stages: int = 0
 
     def __post_init__(self) -> None:
         if not self.state:
@@ -124,6 +127,9 @@ class GroupView:
     #: worker takes a moment to exit): "Spark ended the jobs" is not "slots are free".
     tasks_still_running: int
     jobs: tuple[JobView, ...]
+    #: Its stages, slot chart and findings (None: nothing known inside it, as for a
+    #: Spark Connect session's operations).
+    inside: GroupInside | None = None
 
     @property
     def finished(self) -> bool:
@@ -288,6 +294,7 @@ def parse_job(data: dict[str, Any], stages: tuple[StageView, ...] = ()) -> JobVi
         kill_reasons=tuple(str(r) for r in (data.get("killedTasksSummary") or {})),
         stages=stages,
         error=failure_line(str(data.get("failureReason") or "")),
+        skipped_stages=int(data.get("numSkippedStages", 0)),
     )
 
 

@@ -24,7 +24,7 @@ import html
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..board.snapshot import (
@@ -37,6 +37,7 @@ from ..board.snapshot import (
     failure_of,
 )
 from ..kernel import ipykernel_internals
+from .inside_render import inside_html, inside_lines
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -178,7 +179,11 @@ def render(
     sessions = {s.name: s for s in snapshot.sessions}
     entries = [_group_entry(g, sessions.get(g.session), now) for g in groups]
     data = {"version": VERSION, "cell": count, "final": final, "groups": entries}
-    lines = [summary_line(e) if final else running_line(e) for e in entries]
+    lines = []
+    for entry in entries:
+        lines.append(summary_line(entry) if final else running_line(entry))
+        if final:  # what a saved notebook keeps: the stages and findings too
+            lines += inside_lines(entry["inside"])
     text = "\n".join(lines)
     if not final and any(e["cancellable"] for e in entries):
         text += "\n" + INTERRUPT_HINT
@@ -236,6 +241,7 @@ def _group_entry(group: GroupView, session: SessionView | None, now: float) -> d
         "operations_page": session.operations_page if session else "",
         "cancellable": group.state == "running" or between_jobs,
         "error": failure_of(group),
+        "inside": asdict(group.inside) if group.inside is not None else None,
     }
 
 
@@ -303,6 +309,7 @@ def _html(entries: list[dict[str, Any]], final: bool) -> str:
         elif not final:  # between two jobs: at work, how far unknown
             bar = "<progress></progress> "
         rows.append(f"<div><code>{html.escape(head)}</code> {bar}{html.escape(rest)}</div>")
+        rows.append(inside_html(entry["inside"]))
     if not final and any(e["cancellable"] for e in entries):
         rows.append(f"<div><small>{html.escape(INTERRUPT_HINT)}</small></div>")
     return "".join(rows)

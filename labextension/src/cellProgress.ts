@@ -3,7 +3,8 @@
  * `application/vnd.jupyter-spark-sessions.cell+json` output (one per cell
  * running Spark jobs; the kernel replaces it with update_display_data as the
  * board changes) with a progress bar per group and a Cancel that goes over the
- * control channel, so it works while the cell is busy.
+ * control channel, so it works while the cell is busy. Under each group's line,
+ * what happened inside it (insideView.ts): its stages, slot chart and findings.
  *
  * The renderer factory is added to each notebook's own rendermime registry, so
  * a Cancel knows the notebook, hence the kernel, it belongs to. Works the same
@@ -19,8 +20,14 @@ import { CANCEL_TIMEOUT_MS } from './connection';
 import { sendControlRequest } from './controlChannel';
 import { el, externalLink } from './dom';
 import { oneLine } from './format';
+import { insideSummaryText, isEmptyInside, renderInside } from './insideView';
 import { cancelRequest } from './messages';
-import type { CellProgress, CellProgressGroup, CellTasks } from './protocol';
+import type {
+  CellProgress,
+  CellProgressGroup,
+  CellTasks,
+  GroupInside
+} from './protocol';
 import { sparkJobUrl, sparkJobsUrl, sparkPageUrl } from './sparkUi';
 
 export const CELL_PROGRESS_MIME =
@@ -99,6 +106,22 @@ function link(href: string | null, text: string, title: string): HTMLElement {
   return externalLink(href, text, title, 'jp-SparkCell-link');
 }
 
+/**
+ * An ended group's inside under its summary: collapsed ("3 stages") unless the
+ * diagnosis found something, so that a notebook of many quick Spark cells
+ * does not show a table under each.
+ */
+export function endedInside(inside: GroupInside): HTMLElement {
+  const details = el('details', 'jp-SparkCell-insideDetails');
+  details.dataset.testid = 'spark-cell-inside';
+  details.open = inside.findings.length > 0;
+  details.appendChild(
+    el('summary', 'jp-SparkCell-insideSummary', insideSummaryText(inside))
+  );
+  details.appendChild(renderInside(inside));
+  return details;
+}
+
 /** Where a Cancel goes: the kernel of the notebook showing the output. */
 export type KernelOf = () => Kernel.IKernelConnection | null;
 
@@ -112,6 +135,8 @@ export class CellProgressRenderer
   private _timer: number | undefined;
   private _cancelling = new Set<string>();
   private _errors = new Map<string, string>();
+  /** Each group's inside, drawn once per model: the clock's redraws reuse it. */
+  private _insides = new Map<string, HTMLElement>();
 
   constructor(private readonly _kernelOf: KernelOf) {
     super();
@@ -122,9 +147,18 @@ export class CellProgressRenderer
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._data = model.data[CELL_PROGRESS_MIME] as unknown as CellProgress;
     this._receivedAt = Date.now();
+    this._insides.clear();
     for (const group of this._data.groups) {
       if (!group.cancellable) {
         this._cancelling.delete(group.id);
+      }
+      if (group.inside && !isEmptyInside(group.inside)) {
+        const inside = this._data.final
+          ? endedInside(group.inside)
+          : renderInside(group.inside);
+        inside.classList.add('jp-SparkCell-inside');
+        inside.dataset.group = group.id;
+        this._insides.set(group.id, inside);
       }
     }
     this._draw();
@@ -152,7 +186,17 @@ export class CellProgressRenderer
       return;
     }
     const since = (Date.now() - this._receivedAt) / 1000;
-    const rows = data.groups.map(g => this._row(g, data.final, since));
+    // The inside goes after the group's line, not in it: the line stays one
+    // wrapping row of figures.
+    const rows = data.groups.flatMap(g => {
+      const inside = this._insides.get(g.id);
+      const row = this._row(g, data.final, since);
+      if (inside && data.final) {
+        row.appendChild(inside); // "▸ 3 stages" at the end of the summary line
+        return [row];
+      }
+      return inside ? [row, inside] : [row];
+    });
     this.node.replaceChildren(...rows);
     this.node.classList.toggle('jp-mod-final', data.final);
   }

@@ -1,7 +1,8 @@
 /**
  * A job group in the sidebar: its state, elapsed time and Cancel button, then
  * each of its jobs with a progress bar (linked to Spark's UI when the session
- * has one) and, under a job, its running stages.
+ * has one) and, under a job, its running stages; last, collapsed, what
+ * happened inside it (insideView.ts).
  */
 import { el } from './dom';
 import {
@@ -13,9 +14,35 @@ import {
   progress,
   tasksDone
 } from './format';
-import type { Group, Job, Session, Stage } from './protocol';
+import {
+  insideSummaryParts,
+  insideSummaryText,
+  isEmptyInside,
+  renderInside
+} from './insideView';
+import type { SidebarModel } from './model';
+import type { Group, GroupInside, Job, Session, Stage } from './protocol';
 import { sparkJobUrl, sparkPageUrl } from './sparkUi';
 import { IViewContext, sessionsLink } from './viewContext';
+
+/** The sidebar's chart width (SVG units): at 250 px it is drawn about 1:1, its text legible. */
+const SIDEBAR_CHART_WIDTH = 220;
+
+/**
+ * The groups whose inside the user opened, per sidebar (its model): the
+ * sidebar draws its groups anew at each board change, and an open <details>
+ * must stay open.
+ */
+const openInsides = new WeakMap<SidebarModel, Set<string>>();
+
+function openInsidesOf(model: SidebarModel): Set<string> {
+  let open = openInsides.get(model);
+  if (!open) {
+    open = new Set();
+    openInsides.set(model, open);
+  }
+  return open;
+}
 
 /**
  * The list of `groups`; `session` is null for the groups of removed sessions
@@ -27,6 +54,15 @@ export function renderGroups(
   context: IViewContext
 ): HTMLElement {
   const list = el('div', 'jp-SparkSessions-groups');
+  // A group gone from the board is forgotten: a later one of the same id (a
+  // new kernel numbers its cells again) starts collapsed.
+  const onBoard = new Set(context.model.board?.groups.map(g => g.id) ?? []);
+  const open = openInsidesOf(context.model);
+  for (const id of [...open]) {
+    if (!onBoard.has(id)) {
+      open.delete(id);
+    }
+  }
   for (const group of groups) {
     list.appendChild(renderGroup(group, session, context));
   }
@@ -108,7 +144,51 @@ function renderGroup(
       )
     );
   }
+  if (group.inside && !isEmptyInside(group.inside)) {
+    row.appendChild(renderInsideDetails(group.id, group.inside, context));
+  }
   return row;
+}
+
+/** "▸ 3 stages · 1 finding": the stage rows, chart and findings, collapsed. */
+function renderInsideDetails(
+  groupId: string,
+  inside: GroupInside,
+  context: IViewContext
+): HTMLElement {
+  const open = openInsidesOf(context.model);
+  const details = el('details', 'jp-SparkInside-details');
+  details.dataset.testid = 'jss-group-inside';
+  details.open = open.has(groupId);
+  const summary = el('summary', 'jp-SparkInside-summary');
+  summary.dataset.testid = 'jss-group-inside-summary';
+  summary.title = `What happened inside ${groupId}: its stages, its running tasks against the task slots, what the diagnosis found`;
+  // The findings' count in the warning colour: seen without opening it.
+  const { stages, findings } = insideSummaryParts(inside);
+  if (stages) {
+    summary.append(stages);
+  }
+  if (stages && findings) {
+    summary.append(' \u00b7 ');
+  }
+  if (findings) {
+    summary.append(el('span', 'jp-SparkInside-summaryFindings', findings));
+  }
+  if (!summary.textContent) {
+    summary.textContent = insideSummaryText(inside);
+  }
+  details.appendChild(summary);
+  details.appendChild(
+    renderInside(inside, { chartWidth: SIDEBAR_CHART_WIDTH })
+  );
+  details.addEventListener('toggle', () => {
+    if (details.open) {
+      open.add(groupId);
+    } else {
+      open.delete(groupId);
+    }
+  });
+  return details;
 }
 
 /** "▸ 19 earlier jobs: 19 succeeded", a click lists them; "▾ …" hides them again. */

@@ -339,6 +339,10 @@ export interface Group {
    */
   tasks_still_running: number;
   jobs: Job[];
+  /**
+   * Its stages, slot chart and findings (null: nothing known inside it, as for Spark Connect operations).
+   */
+  inside: GroupInside | null;
 }
 /**
  * Task counts of a group, job or stage, as Spark's status store reports them.
@@ -389,6 +393,10 @@ export interface Job {
    * The first line of why it failed, as Spark says (the failed stage's reason, or the Connect operation's error): "" unless Spark reports it FAILED.
    */
   error: string;
+  /**
+   * Its stages Spark skipped (their output was there already).
+   */
+  skipped_stages: number;
 }
 /**
  * One running stage of a running job.
@@ -398,6 +406,84 @@ export interface Stage {
   name: string;
   attempt: number;
   tasks: TaskCounts;
+}
+/**
+ * What happened inside a group: its stages (at most 10 rows: the running and failed first, then the longest), its slot chart, and the diagnosis' one-line findings.
+ */
+export interface GroupInside {
+  stages: StageRow[];
+  /**
+   * Stages not shown as rows.
+   */
+  more_stages: number;
+  /**
+   * Stages of its ended jobs Spark skipped (their output was there already).
+   */
+  skipped_stages: number;
+  /**
+   * Stages whose figures Spark no longer keeps (spark.ui.retainedStages).
+   */
+  unknown_stages: number;
+  chart: SlotChart | null;
+  /**
+   * One line each: what was seen, in figures, and the usual remedy.
+   */
+  findings: string[];
+}
+/**
+ * One stage of a group as the views show it (jss.StageFigures): its code (Spark's call site), tasks, time and figures.
+ */
+export interface StageRow {
+  id: number;
+  attempt: number;
+  job: number;
+  /**
+   * Spark's call site: "count at In [4] line 2".
+   */
+  name: string;
+  status: 'active' | 'complete' | 'failed' | 'cancelled';
+  total: number;
+  done: number;
+  active: number;
+  failed: number;
+  killed: number;
+  /**
+   * Seconds from its start to its end (or now).
+   */
+  elapsed: number;
+  input_bytes: number;
+  shuffle_read_bytes: number;
+  shuffle_write_bytes: number;
+  memory_spilled_bytes: number;
+  disk_spilled_bytes: number;
+  /**
+   * Of its ended tasks (null: none yet).
+   */
+  median_task_seconds: number | null;
+  /**
+   * Its slowest ended task (null: none yet).
+   */
+  max_task_seconds: number | null;
+}
+/**
+ * The group's running tasks on each executor, sampled at each poll, against each executor's task slots; with the stages' starts. At most 120 samples (neighbours merged as the group runs on).
+ */
+export interface SlotChart {
+  start: Timestamp;
+  end: Timestamp;
+  executors: string[];
+  /**
+   * Task slots per executor, in the order of executors.
+   */
+  slots: number[];
+  /**
+   * [epoch seconds, running tasks per executor].
+   */
+  samples: unknown[][];
+  /**
+   * [epoch seconds, stage id] of each stage's start (the first 40).
+   */
+  stage_marks: unknown[][];
 }
 /**
  * A streaming query of a managed session. Its micro-batch jobs are not groups: its figures stand for them.
@@ -692,6 +778,10 @@ export interface CellProgressGroup {
    * A failed group: the first line of why its first failed job failed ("" otherwise).
    */
   error: string;
+  /**
+   * Its stages, slot chart and findings (null: nothing known inside it, as for Spark Connect operations).
+   */
+  inside: GroupInside | null;
 }
 /**
  * Task counts as the in-cell view shows them (`done`: completed or skipped).

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   CELL_PROGRESS_MIME,
   CellProgressRenderer,
+  endedInside,
   formatSeconds,
   jobsDoneText,
   runningTasks,
@@ -13,6 +14,7 @@ import {
 } from '../src/cellProgress';
 import type { CellProgress, CellProgressGroup } from '../src/protocol';
 import { FakeKernel } from './fakes';
+import { inside } from './fixtures';
 
 function entry(fields: Partial<CellProgressGroup> = {}): CellProgressGroup {
   return {
@@ -36,6 +38,7 @@ function entry(fields: Partial<CellProgressGroup> = {}): CellProgressGroup {
     operations_page: '',
     cancellable: true,
     error: '',
+    inside: null,
     ...fields
   };
 }
@@ -201,5 +204,95 @@ describe('the view', () => {
     expect(renderer.node.textContent).toContain(
       'This notebook has no kernel to ask.'
     );
+  });
+});
+
+describe('inside the groups', () => {
+  it("shows each group's stages, chart and findings under its line while it runs", async () => {
+    renderer = new CellProgressRenderer(() => null);
+    const plain = entry({ id: 'b:4', session: 'b' });
+    await renderer.renderModel(
+      model({
+        version: 1,
+        cell: 4,
+        final: false,
+        groups: [entry({ inside: inside() }), plain]
+      })
+    );
+    const node = renderer.node;
+    const [row, under, other] = Array.from(node.children) as HTMLElement[];
+    expect(row.dataset.testid).toBe('spark-cell-group');
+    expect(under.dataset.testid).toBe('jss-inside');
+    expect(under.dataset.group).toBe('a:4');
+    // the group's line is as before: the inside is not in it
+    expect(row.querySelector('[data-testid="jss-inside"]')).toBeNull();
+    expect(
+      Array.from(under.querySelectorAll('[data-testid="jss-stage-row"]')).map(
+        r => (r as HTMLElement).dataset.stage
+      )
+    ).toEqual(['3', '4']);
+    expect(
+      under.querySelector('[data-testid="jss-hidden-stages"]')
+    ).not.toBeNull();
+    expect(
+      under.querySelectorAll('[data-testid="jss-slot-lane"]')
+    ).toHaveLength(2);
+    expect(under.querySelectorAll('[data-testid="jss-finding"]')).toHaveLength(
+      1
+    );
+    // a group with nothing known inside (inside: null) has its line only
+    expect(other.dataset.group).toBe('b:4');
+    expect(node.children).toHaveLength(3);
+  });
+
+  it('keeps the same inside across the clock redraws, and in the summary line at the end', async () => {
+    renderer = new CellProgressRenderer(() => null);
+    await renderer.renderModel(
+      model({
+        version: 1,
+        cell: 4,
+        final: false,
+        groups: [entry({ inside: inside() })]
+      })
+    );
+    const drawn = renderer.node.querySelector('[data-testid="jss-inside"]');
+    (renderer as any)._draw(); // what the 1 s clock does
+    expect(renderer.node.querySelector('[data-testid="jss-inside"]')).toBe(
+      drawn
+    );
+    const ended = entry({
+      state: 'succeeded',
+      cancellable: false,
+      job: null,
+      stage: null,
+      inside: inside({ findings: [] })
+    });
+    await renderer.renderModel(
+      model({ version: 1, cell: 4, final: true, groups: [ended] })
+    );
+    // One row: the summary, then "▸ N stages" (collapsed: nothing was found).
+    const [summary, ...others] = Array.from(renderer.node.children);
+    expect(others).toHaveLength(0);
+    expect(
+      summary.querySelector('[data-testid="spark-cell-summary"]')
+    ).not.toBeNull();
+    const under = summary.querySelector('[data-testid="spark-cell-inside"]')!;
+    expect((under as HTMLDetailsElement).open).toBe(false);
+    expect(
+      under.querySelectorAll('[data-testid="jss-stage-row"]')
+    ).toHaveLength(2);
+    expect(under.querySelector('[data-testid="jss-finding"]')).toBeNull();
+  });
+});
+
+describe("an ended group's inside", () => {
+  it('is collapsed under the summary unless the diagnosis found something', () => {
+    const quiet = endedInside(inside({ findings: [] }));
+    expect(quiet.tagName).toBe('DETAILS');
+    expect((quiet as HTMLDetailsElement).open).toBe(false);
+    expect(quiet.querySelector('summary')?.textContent).toBe('4 stages');
+    const found = endedInside(inside());
+    expect((found as HTMLDetailsElement).open).toBe(true);
+    expect(found.querySelector("[data-testid='jss-finding']")).not.toBeNull();
   });
 });

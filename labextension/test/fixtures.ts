@@ -1,9 +1,12 @@
 import type {
   Board,
   Group,
+  GroupInside,
   Job,
   Query,
   Session,
+  SlotChart,
+  StageRow,
   TaskCounts
 } from '../src/protocol';
 
@@ -34,6 +37,7 @@ export function job(partial: Partial<Job> = {}): Job {
     state: 'running',
     previous_driver: false,
     error: '',
+    skipped_stages: 0,
     ...partial
   };
 }
@@ -52,6 +56,7 @@ export function group(partial: Partial<Group> = {}): Group {
     tasks: tasks({ total: 8, active: 2, completed: 5, skipped: 1 }),
     tasks_still_running: 0,
     jobs: [job()],
+    inside: null,
     ...partial
   };
 }
@@ -116,6 +121,94 @@ export function query(partial: Partial<Query> = {}): Query {
       [1000, 5, 4],
       [1001, 5, 6],
       [1002, 4, 4.93]
+    ],
+    ...partial
+  };
+}
+
+const MiB = 1024 * 1024;
+
+/** A complete stage of job 1 that read its input and wrote a shuffle. */
+export function stageRow(partial: Partial<StageRow> = {}): StageRow {
+  return {
+    id: 3,
+    attempt: 0,
+    job: 1,
+    name: 'groupBy at In [12] line 1',
+    status: 'complete',
+    total: 8,
+    done: 8,
+    active: 0,
+    failed: 0,
+    killed: 0,
+    elapsed: 2.04,
+    input_bytes: 1.2 * MiB,
+    shuffle_read_bytes: 0,
+    shuffle_write_bytes: 3 * MiB,
+    memory_spilled_bytes: 0,
+    disk_spilled_bytes: 0,
+    median_task_seconds: 0.25,
+    max_task_seconds: 0.4,
+    ...partial
+  };
+}
+
+/**
+ * Executors 1 (2 slots) and 2 (4 slots) over 10 s: executor 1 full then
+ * idle, executor 2 at 6 tasks once (above its slots); stages 3 and 4 start
+ * together, 5 later.
+ */
+export function slotChart(partial: Partial<SlotChart> = {}): SlotChart {
+  return {
+    start: 1000,
+    end: 1010,
+    executors: ['1', '2'],
+    slots: [2, 4],
+    samples: [
+      [1002, [2, 4]],
+      [1005, [2, 6]],
+      [1010, [0, 1]]
+    ],
+    stage_marks: [
+      [1000, 3],
+      [1000.1, 4],
+      [1005, 5]
+    ],
+    ...partial
+  };
+}
+
+/**
+ * Stage 3 done, stage 4 running and skewed (its finding), two stages not
+ * shown and one skipped.
+ */
+export function inside(partial: Partial<GroupInside> = {}): GroupInside {
+  return {
+    stages: [
+      stageRow(),
+      stageRow({
+        id: 4,
+        name: 'count at In [12] line 1',
+        status: 'active',
+        total: 200,
+        done: 150,
+        active: 2,
+        failed: 1,
+        elapsed: 12.08,
+        input_bytes: 0,
+        shuffle_read_bytes: 3 * MiB,
+        shuffle_write_bytes: 0,
+        disk_spilled_bytes: 512,
+        median_task_seconds: 0.1,
+        max_task_seconds: 9.8
+      })
+    ],
+    more_stages: 2,
+    skipped_stages: 1,
+    unknown_stages: 0,
+    chart: slotChart(),
+    findings: [
+      'stage 4 (count at In [12] line 1): its slowest task of 200 ran 9.8 s, 98 times the median (0.10 s): skew; repartition on a better-spread key'
     ],
     ...partial
   };

@@ -6,7 +6,7 @@ import { SidebarModel } from '../src/model';
 import { packagesText, renderSession, shareText } from '../src/sessionView';
 import { LANE_HEIGHT } from '../src/timelineView';
 import { IViewContext } from '../src/viewContext';
-import { board, group, job, session, tasks } from './fixtures';
+import { board, group, inside, job, session, tasks } from './fixtures';
 
 /** A render context on a model showing `initial`, recording what views ask. */
 function context(connected: boolean, initial = board()) {
@@ -260,5 +260,59 @@ describe('the layout at 250 px (issue 39, 4)', () => {
     expect((actions.children[1] as HTMLElement).dataset.testid).toBe(
       'jss-cancel-group'
     );
+  });
+});
+
+describe('inside a group, in the sidebar', () => {
+  it('is collapsed, its stages and findings counted in its summary', () => {
+    const withInside = group({ inside: inside() });
+    const { ctx } = context(true, board({ groups: [withInside] }));
+    const list = renderGroups([withInside], null, ctx);
+    const [details] = q(list, 'jss-group-inside') as HTMLDetailsElement[];
+    expect(details.tagName).toBe('DETAILS');
+    expect(details.open).toBe(false);
+    const summary = details.querySelector('summary')!;
+    expect(summary.textContent).toBe('4 stages · 1 finding');
+    expect(
+      summary.querySelector('.jp-SparkInside-summaryFindings')?.textContent
+    ).toBe('1 finding');
+    // the rows, chart and findings are in it, the chart drawn for 250 px
+    expect(q(details, 'jss-stage-row')).toHaveLength(2);
+    expect(q(details, 'jss-finding')).toHaveLength(1);
+    const [chart] = q(details, 'jss-slot-chart');
+    expect(chart.getAttribute('viewBox')).toBe('0 0 220 50');
+    expect(q(details, 'jss-stage-mark')).toHaveLength(3);
+  });
+
+  it('stays open across the redraws of the board, until its group is gone', () => {
+    const withInside = group({ inside: inside() });
+    const { ctx } = context(true, board({ groups: [withInside] }));
+    const first = q(
+      renderGroups([withInside], null, ctx),
+      'jss-group-inside'
+    )[0] as HTMLDetailsElement;
+    first.open = true;
+    first.dispatchEvent(new Event('toggle'));
+    const again = q(
+      renderGroups([withInside], null, ctx),
+      'jss-group-inside'
+    )[0] as HTMLDetailsElement;
+    expect(again.open).toBe(true);
+    // a new kernel numbers its cells again: a later etl:12 starts collapsed
+    ctx.model.applyBoard(board({ seq: 2, groups: [] }));
+    renderGroups([], null, ctx);
+    ctx.model.applyBoard(board({ seq: 3, groups: [withInside] }));
+    const later = q(
+      renderGroups([withInside], null, ctx),
+      'jss-group-inside'
+    )[0] as HTMLDetailsElement;
+    expect(later.open).toBe(false);
+  });
+
+  it('is not there when nothing is known inside the group', () => {
+    const { ctx } = context(true);
+    expect(
+      q(renderGroups([group()], null, ctx), 'jss-group-inside')
+    ).toHaveLength(0);
   });
 });

@@ -243,7 +243,16 @@ def test_sidebar_lists_sessions_and_cancels_a_busy_cells_group(lab: LabServer, p
     assert summary.inner_text().startswith("cancelled · 1 job · "), summary.inner_text()
     # What the user reads in place of Spark's stack: the cell's `use` line, the in-cell
     # view's summary (its group id, then the line), then one line.
-    shown = [line for line in cell_output(page, 2).inner_text().splitlines() if line.strip()]
+    # (What happened inside the group, "1 stage" and its rows, is not counted.)
+    inside = cell_output(page, 2).locator("[data-testid='spark-cell-inside']")
+    inside_lines = {
+        line for i in range(inside.count()) for line in inside.nth(i).inner_text().splitlines()
+    }
+    shown = [
+        line
+        for line in cell_output(page, 2).inner_text().splitlines()
+        if line.strip() and line not in inside_lines
+    ]
     assert shown[0] == "`spark` is now session 'a'." and len(shown) <= 4, shown
     assert shown[-1].startswith("JobsCancelled: The Spark jobs of a:3 (job "), shown
     assert not any("Traceback" in line or "Py4J" in line for line in shown), shown
