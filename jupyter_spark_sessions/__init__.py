@@ -134,7 +134,7 @@ def load_ipython_extension(ip: Any) -> None:
     from .magics.session_magics import SparkSessionMagics
     from .magics.sql_magic import SparkSqlMagics
 
-    app = default_app(SparkSessionsConfig(parent=ip))
+    app = default_app(_settings(ip))
     registry = app.registry
     # Folders that killed kernels left behind (their shutdown never ran) go now.
     registry.config.remove_dead_kernel_folders()
@@ -190,3 +190,15 @@ def unload_ipython_extension(ip: Any) -> None:
             from .kernel import marker
 
             marker.withdraw(kernel)
+
+
+def _settings(ip: Any) -> SparkSessionsConfig:
+    """The kernel's settings; one that does not fit its trait (not a number, out of range)
+    refuses the load in one line, and nothing of the extension is set up."""
+    from IPython.core.error import UsageError
+    from traitlets import TraitError
+
+    try:
+        return SparkSessionsConfig(parent=ip)
+    except TraitError as bad:
+        raise UsageError(f"jupyter_spark_sessions not loaded: a setting is wrong: {bad}") from None

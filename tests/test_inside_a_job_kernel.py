@@ -133,3 +133,28 @@ def test_the_saved_output_is_json_and_bounded(kernel: Kernel) -> None:
     result = kernel.ok(SKEWED)
     bundle = [c["data"] for _, c in result.displays if MIME_TYPE in c["data"]][-1]
     assert len(json.dumps(bundle)) < 64 * 1024
+
+
+def test_a_threshold_that_is_not_a_number_refuses_the_load_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    ipython_dir = tmp_path_factory.mktemp("ipython")
+    profile = ipython_dir / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text(
+        "c.SparkSessionsConfig.diagnosis_skew_ratio = 'five'\n"
+    )
+    kernel = Kernel(env={"IPYTHONDIR": str(ipython_dir)}, cwd=str(tmp_path_factory.mktemp("cwd")))
+    try:
+        result = kernel.execute("%load_ext jupyter_spark_sessions")
+        # IPython prints a UsageError as its one line.
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith(
+            "UsageError: jupyter_spark_sessions not loaded: a setting is wrong: "
+        ), result.stderr
+        assert "diagnosis_skew_ratio" in lines[0] and "'five'" in lines[0], lines
+        # Nothing of it was set up: its magics are not there.
+        missing = kernel.execute("%spark_session list").stderr
+        assert "Line magic function `%spark_session` not found" in missing, missing
+    finally:
+        kernel.shutdown()

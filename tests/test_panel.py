@@ -316,3 +316,41 @@ def test_a_sessions_streaming_query_has_its_row_and_a_stop_that_returns_at_once(
     assert "stopped" in row.label.value
     assert row.detail.value.startswith("stopped (from the panel) after ")
     panel.close()
+
+
+def test_a_groups_stages_and_findings_show_under_it_folded_unless_found() -> None:
+    from jupyter_spark_sessions.board.group_inside import StagesRead
+    from jupyter_spark_sessions.board.stage_figures import parse_stage_figures
+
+    board, panel = new_panel()
+    data = {
+        "jobId": 1,
+        "name": "count at In [3] line 2",
+        "status": "SUCCEEDED",
+        "jobTags": ["jss:a", "jss:a:3"],
+        "numTasks": 16,
+        "numCompletedTasks": 16,
+        "stageIds": [7],
+        "submissionTime": 1_800_000_000_000,
+        "completionTime": 1_800_000_010_000,
+    }
+    stage = {
+        "stageId": 7,
+        "name": "count at In [3] line 2",
+        "status": "COMPLETE",
+        "numTasks": 16,
+        "numCompleteTasks": 16,
+        "submissionTime": 1_800_000_000_000,
+        "completionTime": 1_800_000_010_000,
+        "medianTaskMs": 100,
+        "maxTaskMs": 9000,
+        "slowTasks": 1,
+    }
+    key = job_group(data, {})
+    assert key is not None
+    figures = StagesRead({7: parse_stage_figures(stage)}, {"driver": 2})
+    board.update([parse_job(data)], {1: key}, 0, [SESSION], stages=figures)
+    shown = panel._group_rows["a:3"].inside.value
+    assert shown.startswith("<details open><summary>1 stage · 1 finding</summary>"), shown
+    assert "count at In [3] line 2" in shown and "skewed keys" in shown
+    panel.close()

@@ -12,6 +12,7 @@ import html
 import os
 import threading
 import time
+from dataclasses import asdict
 from typing import Any
 
 import ipywidgets as widgets
@@ -27,6 +28,7 @@ from ..board.snapshot import (
     earlier_jobs_text,
     share_text,
 )
+from ..cells.inside_render import inside_html
 from ..cells.query_views import ENDED_STATES, ending, figures
 from ..cells.query_views import label as query_label
 from ..errors import SparkSessionsError
@@ -158,6 +160,8 @@ class _GroupRow:
         )
         self.earlier.observe(lambda _: self._show_jobs(), "value")
         self.jobs = widgets.HTML(layout=widgets.Layout(margin="0 0 0 1em"))
+        # What happened inside it (stages, slot chart, findings), folded unless found.
+        self.inside = widgets.HTML(layout=widgets.Layout(margin="0 0 0 1em"))
         self._shown: tuple[GroupView, SessionView | None] | None = None
         self.box = widgets.VBox(
             [
@@ -168,6 +172,7 @@ class _GroupRow:
                 self.description,
                 self.earlier,
                 self.jobs,
+                self.inside,
             ],
             layout=widgets.Layout(margin="0 0 0.3em 1.5em"),  # nested under its session
         )
@@ -193,6 +198,8 @@ class _GroupRow:
             if group.description
             else ""
         )
+        if self._shown is None or self._shown[0].inside is not group.inside:
+            self.inside.value = inside_html(asdict(group.inside) if group.inside else None)
         self._shown = (group, session)
         self._show_jobs()
         _enable(self.cancel, group.state == "running")

@@ -74,6 +74,15 @@ def check_cell_progress(server: LabServer, page: Any, app: str) -> None:
     assert done_tasks(view) > first
     assert view.locator("progress").count() == 1
     assert "collect" in view.inner_text() or "count" in view.inner_text()  # the call site
+    # Inside the running group: its stage as a row (tasks of 30), and the slot chart
+    # with a lane per executor and a tick where the stage started (issue 48).
+    stage_row = view.locator("[data-testid='jss-stage-row'][data-status='active']")
+    stage_row.first.wait_for(timeout=30_000)
+    assert re.search(r"\d+/30", stage_row.first.inner_text()), stage_row.first.inner_text()
+    chart = view.locator("[data-testid='jss-slot-chart']")
+    chart.wait_for(timeout=30_000)
+    assert chart.locator("[data-testid='jss-slot-lane']").count() >= 1
+    assert chart.locator("[data-testid='jss-stage-mark']").count() >= 1
     if app == "lab":
         save_screenshot(cell_output(page, 2), "cell-progress.png")
 
@@ -97,5 +106,17 @@ def check_cell_progress(server: LabServer, page: Any, app: str) -> None:
     assert re.fullmatch(r"succeeded · 1 job · 8/8 tasks · [\d.]+ s", ended.inner_text()), (
         ended.inner_text()
     )
+    # Its inside folds into the summary line: "1 stage", its row within.
+    inside = cell_output(page, 4).locator(f"{VIEW} [data-testid='spark-cell-inside']")
+    assert inside.locator("summary").inner_text().startswith("1 stage"), inside.inner_text()
     if app == "lab":
         save_screenshot(cell_output(page, 4), "cell-progress-summary.png")
+        # Saved and opened again: the cell keeps the summary and its inside.
+        page.keyboard.press("Control+s")
+        page.locator(".jp-mod-dirty").wait_for(state="detached", timeout=30_000)
+        page.reload()
+        saved = cell_output(page, 4).locator(f"{VIEW} [data-testid='spark-cell-inside']")
+        saved.wait_for(timeout=60_000)
+        assert saved.locator("summary").inner_text().startswith("1 stage")
+        saved.locator("summary").click()
+        assert saved.locator("[data-testid='jss-stage-row']").count() == 1
