@@ -59,13 +59,9 @@ def stage_figures_text(row: Mapping[str, Any]) -> str:
 
 def stage_line(row: Mapping[str, Any]) -> str:
     """``stage 3 count at In [4] line 2 · 200/200 tasks · 12.1 s · ...``."""
-    tasks = f"{row['done']:,}/{row['total']:,} tasks"
-    if row["active"]:
-        tasks += f" ({row['active']} running)"
-    if row["failed"]:
-        tasks += f", {row['failed']} failed"
     status = "" if row["status"] in ("complete", "active") else f" {row['status']}"
     head = f"stage {row['id']}{status} {row['name']}".rstrip()
+    tasks = f"{_task_counts(row)} tasks"
     parts = [head, tasks, seconds_text(row["elapsed"]), stage_figures_text(row)]
     return " · ".join(p for p in parts if p)
 
@@ -130,15 +126,19 @@ def inside_html(inside: Mapping[str, Any] | None) -> str:
     return f"<details{opened}><summary>{html.escape(summary)}</summary>{''.join(parts)}</details>"
 
 
-def _tasks_cell(row: Mapping[str, Any]) -> str:
+def _task_counts(row: Mapping[str, Any]) -> str:
+    """``190/200 (2 running), 1 failed``."""
     text = f"{row['done']:,}/{row['total']:,}"
     if row["active"]:
         text += f" ({row['active']} running)"
     if row["failed"]:
         text += f", {row['failed']} failed"
-    if row["status"] not in ("complete", "active"):
-        text += f" {row['status']}"
     return text
+
+
+def _tasks_cell(row: Mapping[str, Any]) -> str:
+    ended = "" if row["status"] in ("complete", "active") else f" {row['status']}"
+    return _task_counts(row) + ended
 
 
 def chart_svg(chart: Mapping[str, Any]) -> str:
