@@ -46,7 +46,12 @@ def test_ended_kernels_leftovers_go_at_the_servers_start_and_exit(tmp_path: Path
     (runtime / "kernel-alive.json").write_text("{}")
     kept = plant_secret(runtime, 2, "kernel-alive.json")
 
-    server = JupyterServer(tmp_path)
+    # A temp directory of its own: every kernel and server of the other tests running
+    # beside this one removes dead kernels' folders from the system's temp directory,
+    # and would take the killed kernel's folder before this test looks at it.
+    temp = tmp_path / "tmp"
+    temp.mkdir(mode=0o700)
+    server = JupyterServer(tmp_path, extra_env={"TMPDIR": str(temp)})
     assert not orphan.exists(), "removed at the server's start"
     assert kept.exists(), "its connection file is there: a live kernel's"
 
@@ -69,6 +74,7 @@ def test_ended_kernels_leftovers_go_at_the_servers_start_and_exit(tmp_path: Path
     finally:
         kernel.close()
     assert folder.is_dir() and secret.parent == server.runtime_dir, (folder, secret)
+    assert folder.parent == temp, folder
     assert folder.name.startswith(f"jupyter_spark_sessions-{pid}-")
 
     # Killed: its own shutdown never runs, so its files stay while the server runs.

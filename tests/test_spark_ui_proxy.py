@@ -57,7 +57,9 @@ class JupyterServer:
     """``jupyter server`` on 127.0.0.1 under ``base_url`` (a JupyterHub user's prefix),
     with a random token; its kernels' connection files in ``runtime_dir``."""
 
-    def __init__(self, base: Path, base_url: str = BASE_URL) -> None:
+    def __init__(
+        self, base: Path, base_url: str = BASE_URL, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.base_url = base_url
         self.token = secrets.token_hex(16)
         self.port = free_port()
@@ -71,6 +73,7 @@ class JupyterServer:
             IPYTHONDIR=str(base / "ipython"),
             JUPYTER_RUNTIME_DIR=str(self.runtime_dir),
             PYSPARK_PYTHON=sys.executable,
+            **(extra_env or {}),
         )
         command = [
             sys.executable,
