@@ -96,6 +96,9 @@ class FakeBackend:
     def job_feed(self) -> FakeJobFeed | None:
         return self.feed
 
+    def stage_source(self) -> None:
+        return None
+
     def watch(self, sink: OperationSink) -> None:
         self.sink = sink
 

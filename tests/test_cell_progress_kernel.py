@@ -1,20 +1,19 @@
 """The in-cell progress view through real kernels and real Spark: it appears under a
 cell running jobs and advances, ends as one summary line, shows nothing for cells
-without jobs or when turned off, and a notebook run by nbclient keeps only the
-summary."""
+without jobs or when turned off, and a notebook run headless by nbconvert keeps each
+Spark cell's static summary only."""
 
 from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
 from conftest import SPARK_TEST_CONF, SharedKernel
-from nbclient import NotebookClient
 from test_job_board_kernel import request, wait_for_group
 from test_protocol_schema import errors
 
@@ -153,7 +152,7 @@ def test_a_cancel_from_the_view_ends_the_cell_and_its_summary_says_cancelled(
     assert [j["state"] for j in ended["jobs"]] == ["cancelled"], ended["jobs"]
 
 
-def test_a_notebook_run_by_nbclient_keeps_only_the_summary_line(
+def test_a_notebook_run_headless_by_nbconvert_keeps_each_spark_cells_static_summary(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     profile = tmp_path_factory.mktemp("ipython")
@@ -164,33 +163,54 @@ def test_a_notebook_run_by_nbclient_keeps_only_the_summary_line(
     cells = [
         "%load_ext jupyter_spark_sessions\n%spark_session create a\n%spark_session use a",
         SLOW_JOB,
+        "spark.range(0, 4000, 1, 8).selectExpr('id % 7 AS k').groupBy('k').count().collect()",
     ]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    folder = tmp_path_factory.mktemp("notebook")
+    nbformat.write(notebook, folder / "run.ipynb")
     env = dict(
         os.environ,
         IPYTHONDIR=str(profile),
-        JUPYTER_PATH=str(specs),
+        JUPYTER_PATH=str(specs),  # where nbconvert finds the kernelspec
         PYSPARK_PYTHON=sys.executable,
     )
-    old_path = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = str(specs)  # where nbclient finds the kernelspec
-    try:
-        client = NotebookClient(notebook, timeout=300, kernel_name=KERNEL_NAME)
-        client.execute(env=env, cwd=str(tmp_path_factory.mktemp("cwd")))
-    finally:
-        if old_path is None:
-            os.environ.pop("JUPYTER_PATH", None)
-        else:
-            os.environ["JUPYTER_PATH"] = old_path
-    outputs = notebook.cells[1].outputs
-    ours = [o for o in outputs if MIME_TYPE in o.get("data", {})]
-    assert len(ours) == 1, outputs  # one output, not one per update
-    (view,) = ours
-    summary, *inside = view["data"]["text/plain"].splitlines()
-    assert SUMMARY.match(summary), view["data"]["text/plain"]
-    assert inside and inside[0].startswith("  stage "), inside  # the static picture
-    assert view["data"][MIME_TYPE]["final"] is True
-    saved = Path(tmp_path_factory.mktemp("saved")) / "run.ipynb"
-    nbformat.write(notebook, saved)
-    assert saved.read_text().count("update_display_data") == 0
-    assert saved.read_text().count(INTERRUPT_HINT) == 0
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "nbconvert",
+            "--to",
+            "notebook",
+            "--execute",
+            f"--ExecutePreprocessor.kernel_name={KERNEL_NAME}",
+            "--ExecutePreprocessor.timeout=300",
+            "--output",
+            "executed",
+            str(folder / "run.ipynb"),
+        ],
+        env=env,
+        cwd=folder,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    executed = folder / "executed.ipynb"
+    saved = nbformat.read(executed, as_version=4)
+    for cell in saved.cells[1:]:
+        ours = [o for o in cell.outputs if MIME_TYPE in o.get("data", {})]
+        assert len(ours) == 1, cell.outputs  # one output, not one per update
+        (view,) = ours
+        assert view["output_type"] == "display_data", view
+        summary, *inside = view["data"]["text/plain"].splitlines()
+        assert SUMMARY.match(summary), view["data"]["text/plain"]
+        assert inside and inside[0].startswith("  stage "), inside  # the static picture
+        assert "<svg" in view["data"]["text/html"], "the slot chart, as inline SVG"
+        assert view["data"][MIME_TYPE]["final"] is True
+        # Nothing else of the live view: the cell's own result beside it, and no line
+        # of a running view.
+        assert [o["output_type"] for o in cell.outputs if o is not view] == ["execute_result"]
+        assert "running" not in view["data"]["text/plain"], view["data"]["text/plain"]
+    text = executed.read_text()
+    assert text.count("update_display_data") == 0
+    assert text.count(INTERRUPT_HINT) == 0

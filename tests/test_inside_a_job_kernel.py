@@ -19,10 +19,13 @@ from kernel_driver import CellResult, Kernel
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 
 # A second is enough to be "long" here, so that the jobs stay short.
+# A sort's buffer goes to disk after 5,000 rows (Spark's own knob for what memory
+# pressure does; a sort past a real executor's memory would take minutes here).
 CONFIG = (
     "c.SparkSessionsConfig.default_master = {master!r}\n"
     "c.SparkSessionsConfig.context_conf = {{'spark.ui.enabled': 'true', "
-    "'spark.ui.showConsoleProgress': 'false'}}\n"
+    "'spark.ui.showConsoleProgress': 'false', "
+    "'spark.shuffle.spill.numElementsForceSpillThreshold': '5000'}}\n"
     "c.SparkSessionsConfig.diagnosis_min_seconds = 1.0\n"
 )
 
@@ -98,6 +101,28 @@ def test_one_partition_beside_free_slots_gets_the_partitions_line(kernel: Kernel
     assert ": 1 task for 2 task slots over " in finding and "too few partitions" in finding
 
 
+# 300,000 rows sorted in 2 shuffle partitions: each sort task holds 150,000 of them.
+SPILLING_SORT = """spark.conf.set("spark.sql.shuffle.partitions", "2")
+(spark.range(0, 300000, 1, 2).selectExpr("id % 1000 AS k", "id AS v").sort("k", "v")
+    .write.format("noop").mode("overwrite").save())"""
+
+
+def test_a_sort_that_spills_gets_the_spill_line_naming_its_stage(kernel: Kernel) -> None:
+    try:
+        (group,) = final_groups(kernel.ok(SPILLING_SORT))
+    finally:
+        kernel.ok('spark.conf.unset("spark.sql.shuffle.partitions")')
+    inside = group["inside"]
+    spilled = [r for r in inside["stages"] if r["disk_spilled_bytes"] > 0]
+    assert spilled, inside["stages"]
+    lines = [f for f in inside["findings"] if " to disk " in f]
+    assert [line.split(":")[0] for line in lines] == [
+        f"stage {r['id']} ({r['name']})" for r in spilled
+    ], inside["findings"]
+    assert all("more shuffle partitions or more executor memory" in line for line in lines)
+    assert "In [" in spilled[0]["name"], spilled[0]
+
+
 def test_the_rows_task_counts_equal_sparks_rest_apis(kernel: Kernel) -> None:
     kernel.ok(SKEWED.split("\nsc.parallelize")[0])
     result = kernel.ok(
@@ -158,3 +183,53 @@ def test_a_threshold_that_is_not_a_number_refuses_the_load_in_one_line(
         assert "Line magic function `%spark_session` not found" in missing, missing
     finally:
         kernel.shutdown()
+
+
+# -- Spark Connect: the local server's stages, read from its UI's REST API --------------
+
+CONNECT_CONFIG = (
+    "c.SparkSessionsConfig.connect_master = 'local[2]'\n"
+    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'true'}\n"
+    "c.SparkSessionsConfig.diagnosis_min_seconds = 1.0\n"
+)
+
+# 16 partitions of one row each; partition 0 made 50 rows: one partition 50x the others.
+CONNECT_SKEWED = """from pyspark.sql import functions as F
+@F.udf("long")
+def _slow(x):
+    import time
+    time.sleep(0.05)
+    return x
+rows = F.explode(F.array_repeat("id", F.when(F.col("id") == 0, 50).otherwise(1)))
+spark.range(0, 16, 1, 16).select(rows.alias("id")).select(_slow("id")).collect()"""
+
+
+@pytest.fixture(scope="module")
+def connect_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    kernel = start_extension_kernel(tmp_path_factory, CONNECT_CONFIG)
+    kernel.ok("%spark_session create --remote local r\n%spark_session use r")
+    kernel.ok(CONNECT_SKEWED.replace("== 0, 50", "== 0, 1"))  # the Python workers up
+    yield kernel
+    kernel.shutdown()
+
+
+def test_a_connect_sessions_skewed_job_gets_the_skew_line_naming_its_stage_and_line(
+    connect_kernel: Kernel,
+) -> None:
+    result = connect_kernel.ok(CONNECT_SKEWED)
+    (group,) = final_groups(result)
+    inside = group["inside"]
+    assert inside is not None, group
+    (row,) = inside["stages"]
+    assert (row["total"], row["done"], row["status"]) == (16, 16, "complete"), row
+    assert row["max_task_seconds"] >= 2.0 and row["median_task_seconds"] < 0.5, row
+    # Named where the cell called it, as a classic stage is (the server's name is its plan).
+    assert row["name"].startswith("collect at In [") and "line 8" in row["name"], row
+    (finding,) = inside["findings"]
+    assert finding.startswith(f"stage {row['id']} ({row['name']}): its slowest task of 16 ran ")
+    assert "skewed keys" in finding
+    chart = inside["chart"]
+    assert chart is not None and sum(chart["slots"]) == 2, chart
+    assert max(max(counts) for _, counts in chart["samples"]) >= 1
+    # The group reads as the cell's line too, as a classic group does.
+    assert "collect()" in group["description"], group["description"]

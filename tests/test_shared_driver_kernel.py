@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import psutil
 import pytest
 from e2e.waiting import stop_process, wait_until
+from test_inside_a_job_kernel import final_groups
 from test_spark_ui_proxy import JupyterServer
 
 from jupyter_spark_sessions.shared_driver.rendezvous import LOCK, RECORD, Rendezvous, ServerRecord
@@ -211,11 +212,18 @@ def test_a_busy_notebook_does_not_starve_the_others_small_job(notebooks: Noteboo
         "time.sleep(3)"
     )
     started = time.monotonic()
-    notebooks.two.ok(small)
+    result = notebooks.two.ok(small)
     beside = time.monotonic() - started
     assert notebooks.one.value("_outcome") == {}, "a's job ended before b's ran beside it"
     # Fair is about 2x alone (one of two slots), FIFO tens of times.
     assert beside < 4 * alone + 1.0, f"b alone {alone:.2f} s, beside a {beside:.2f} s"
+    # Inside b's job (read from the shared server's UI): its own stage only, not a's
+    # 200-task stage running beside it, named after b's line.
+    (group,) = final_groups(result)
+    (row,) = group["inside"]["stages"]
+    assert (row["total"], row["done"], row["status"]) == (4, 4, "complete"), row
+    assert row["name"].startswith("collect at In ["), row
+    assert sum(group["inside"]["chart"]["slots"]) == 2, group["inside"]["chart"]
 
     # The sidebar's "Shared driver" section: both notebooks, a's running work.
     # Polled, as the sidebar does: on a loaded machine one read of the server's UI may

@@ -40,6 +40,8 @@ class OperationReport:
     thread_cell: int | None = None
     #: It ended because the server went away or forgot the session (shown "lost").
     lost: bool = False
+    #: Where the user's code started it (``collect at In [4] line 2``; "" unknown).
+    call_site: str = ""
 
 
 #: Where a backend that reports its own operations (Connect) sends them.
@@ -67,6 +69,25 @@ class JobFeed(Protocol):
 
     def executor_slots(self) -> dict[str, int]:
         """Executor id -> its task slots, as of the last poll."""
+        ...
+
+
+class StageSource(Protocol):
+    """Reads the stages of a server's operations (a Spark Connect server's UI), for
+    sessions whose backend reports its operations itself."""
+
+    def refresh(self, running: Iterable[int], ended: Iterable[int] = ()) -> None:
+        """Read the figures of these stages (of running and of ended operations) that
+        were not read to their end yet."""
+        ...
+
+    def stage_figures(self) -> dict[int, dict[str, Any]]:
+        """Stage id -> its latest attempt's figures, in ``JobFeed.stage_figures``' shape
+        (a stage's dict is a new object only when it changed)."""
+        ...
+
+    def executor_slots(self) -> dict[str, int]:
+        """Executor id -> its task slots, as of the last read."""
         ...
 
 
@@ -160,6 +181,12 @@ class SessionBackend(Protocol):
     def job_feed(self) -> JobFeed | None:
         """The context's job reader the board polls (None: the backend reports its
         operations itself, through ``watch``)."""
+        ...
+
+    def stage_source(self) -> StageSource | None:
+        """The reader of its operations' stages (Connect, when the server's UI is known
+        to this kernel: a local or shared server's); None when the job feed has them or
+        nothing can read them."""
         ...
 
     def watch(self, sink: OperationSink) -> None:

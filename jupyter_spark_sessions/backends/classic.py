@@ -356,6 +356,9 @@ class ClassicBackend:
         sc = self.sc
         return ContextJobFeed.of(sc) if reachable(sc) else None
 
+    def stage_source(self) -> None:
+        return None  # the job feed reads the stages with the jobs
+
     def watch(self, sink: OperationSink) -> None:
         """Nothing to do: the board polls the context's status store."""
 

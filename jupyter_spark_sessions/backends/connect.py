@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..errors import ConfError, ConnectError, NotASparkSessionError
-from . import api_flavour, builder_binding, scheduler_pools
+from . import api_flavour, builder_binding, call_site, scheduler_pools, server_stages
 from .base import BackendKind, JobRef, OperationReport, OperationSink
 from .connect_endpoint import Endpoint, reachable, redact
 from .connect_tls import check_token_transport
@@ -382,6 +382,9 @@ class ConnectBackend:
         self._recheck_seconds = recheck_seconds
         self._lock = threading.Lock()
         self._running: set[str] = set()  # operation ids not ended yet
+        #: Where the user's code started each running operation (its first report's
+        #: stack: the client reports from the thread that runs it).
+        self._call_sites: dict[str, str] = {}
         self._problem = ""  # what the session's last call or interrupt reported
         self._reachability: tuple[float, str] | None = None  # (when checked, why not)
         self._pool_read: tuple[bool, str | None] | None = None
@@ -510,6 +513,12 @@ class ConnectBackend:
     def job_feed(self) -> None:
         return None  # the session reports its operations through ``watch``
 
+    def stage_source(self) -> server_stages.ServerStageReader | None:
+        # A local or shared server's UI (this kernel has its address and secret); a
+        # remote server's UI is its owner's, and Connect does not say where.
+        ui_url = self.endpoint.ui_url
+        return server_stages.reader_for(ui_url, self.endpoint.ui_secret) if ui_url else None
+
     def watch(self, sink: OperationSink) -> None:
         def on_progress(
             operation_id: str,
@@ -520,11 +529,16 @@ class ConnectBackend:
         ) -> None:
             error = operation_error() if done else None  # only readable here
             with self._lock:
+                site = self._call_sites.get(operation_id)
+                if site is None:
+                    site = call_site.current_call_site() or ""
                 if done:
                     self._running.discard(operation_id)
+                    self._call_sites.pop(operation_id, None)
                     self._note(error)
                 else:
                     self._running.add(operation_id)
+                    self._call_sites[operation_id] = site
             cancelled = done and is_cancellation(error)
             cell = current_cell()
             sink(
@@ -539,6 +553,7 @@ class ConnectBackend:
                     failure=failure_line(str(error)) if error and not cancelled else "",
                     thread_cell=cell[1] if cell else None,
                     lost=is_connection_error(error) or is_lost_session(error),
+                    call_site=site,
                 )
             )
 

@@ -5,7 +5,7 @@ redacted (a token never reaches output or logs), and whether anything answers th
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -33,6 +33,9 @@ class Endpoint:
     ui_url: str = ""
     #: That UI wants the secret only this kernel's Jupyter server has (``UiSecretFilter``).
     ui_protected: bool = False
+    #: That secret, for this kernel's own reads of the UI's REST API (the stages of its
+    #: sessions' operations: ``server_stages``); never shown.
+    ui_secret: str = field(default="", repr=False)
     #: The server is this kernel's (``--remote local``): its workers run on this machine.
     local: bool = False
     #: The server of this user's notebooks (``--remote shared``).

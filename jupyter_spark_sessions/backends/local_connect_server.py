@@ -159,6 +159,7 @@ class LocalConnectServer:
             port,
             ui_url,
             ui_protected=bool(secret),
+            ui_secret=secret,
             local=True,
         )
         deadline = time.monotonic() + self._start_timeout

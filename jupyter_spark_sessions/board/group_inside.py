@@ -11,7 +11,7 @@ tasks nor of stages.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .diagnosis import Thresholds, diagnose
 from .inside_views import GroupInside, SlotChart, StageRow
@@ -35,6 +35,12 @@ class StagesRead:
 
     figures: Mapping[int, StageFigures] = field(default_factory=dict)
     slots: Mapping[str, int] = field(default_factory=dict)
+    #: Session name -> the read of its Connect server (whose stage ids are its own).
+    servers: Mapping[str, StagesRead] = field(default_factory=dict)
+
+    def of_session(self, name: str) -> StagesRead:
+        """The read that has session ``name``'s stages."""
+        return self.servers.get(name, self)
 
 
 @dataclass
@@ -171,6 +177,8 @@ def inside_of(
         for stage_id in job.stage_ids:
             stage = figures.get(stage_id)
             if stage is not None:
+                if not stage.name:  # a Connect stage: named after its operation's call
+                    stage = replace(stage, name=job.name)
                 known.append((job.id, stage))
             else:
                 missing += 1

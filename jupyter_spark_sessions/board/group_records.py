@@ -6,11 +6,14 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import job_descriptions
-from .group_inside import SlotSampler
+from .diagnosis import Thresholds
+from .group_inside import SlotSampler, StagesRead, inside_of
 from .inside_views import GroupInside
 from .snapshot import (
     FINAL_STATES,
@@ -21,6 +24,7 @@ from .snapshot import (
     group_state,
     stated_jobs,
 )
+from .stage_figures import StageFigures
 
 if TYPE_CHECKING:
     from ..backends.base import JobRef
@@ -93,8 +97,36 @@ class GroupRecord:
     job_line: str = ""
     #: Its running tasks per executor, sampled at each poll while it runs.
     sampler: SlotSampler = field(default_factory=SlotSampler)
-    #: What it shows inside and what that was made from (``JobBoard._inside``).
+    #: What it shows inside and what that was made from (``inside_now``).
     inside: tuple[tuple[Any, ...], GroupInside | None] | None = None
+
+    def sample_slots(self, now: float, jobs: Iterable[JobView], read: StagesRead) -> None:
+        """A chart sample while some of ``jobs`` (its jobs) run, from ``read``."""
+        running = [j for j in jobs if j.running]
+        if running:
+            stages = (read.figures.get(s) for j in running for s in j.stage_ids)
+            self.sampler.sample(now, [s for s in stages if s is not None and s.running], read.slots)
+
+    def inside_now(
+        self,
+        jobs: tuple[JobView, ...],
+        figures: Mapping[int, StageFigures],
+        thresholds: Thresholds,
+    ) -> GroupInside | None:
+        """What it shows inside: remade when its jobs, their stages' figures or its
+        chart changed; once it ended, what it showed last (its stages' figures may be
+        gone)."""
+        known = tuple(figures.get(s) for j in jobs for s in j.stage_ids)
+        inputs = (jobs, known, self.sampler.version)
+        if self.inside is not None and (self.inside[0] == inputs or not any(known)):
+            return self.inside[1]
+        ended = [j.completed_at for j in jobs if not j.running and j.completed_at is not None]
+        running = any(j.running for j in jobs)
+        end = time.time() if running or not ended else max(ended)
+        start = min((j.submitted_at for j in jobs if j.submitted_at is not None), default=None)
+        inside = inside_of(jobs, figures, self.sampler, (start, end), thresholds)
+        self.inside = (inputs, inside)
+        return inside
 
     @property
     def id(self) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import job_tags
 from ..errors import UnknownGroupError, UnknownSessionError
 from .diagnosis import thresholds_of
-from .group_inside import StagesRead, inside_of
+from .group_inside import StagesRead
 from .group_records import CellRecord, GroupRecord
 from .inside_views import GroupInside
 from .snapshot import (
@@ -433,6 +433,26 @@ class JobBoard:
             for g in self._snapshot.groups
         )
 
+    def operation_stage_ids(
+        self, session: str, ended_within: float = 30.0
+    ) -> tuple[set[int], set[int]]:
+        """The stages of session ``session``'s running operations (Connect), and of
+        those that ended within ``ended_within`` seconds: the ones worth a read."""
+        since = time.time() - ended_within
+        running: set[int] = set()
+        ended: set[int] = set()
+        with self._lock:
+            for group in self._groups.values():
+                if group.session != session:
+                    continue
+                for key in group.operation_ids:
+                    operation = self._operations[key]
+                    if operation.running:
+                        running.update(operation.stage_ids)
+                    elif (operation.completed_at or 0) >= since:
+                        ended.update(operation.stage_ids)
+        return running, ended
+
     def settling_job_ids(self) -> list[int]:
         """Jobs shown running or whose tasks still wind down: re-read each poll (a poll
         lost after Spark was read must not leave a job shown running for ever)."""
@@ -544,31 +564,14 @@ class JobBoard:
         return group.view_of(jobs, cell, self._inside(group, jobs))
 
     def _sample_slots(self, now: float) -> None:
-        figures = self._stages.figures
         for group in self._groups.values():
-            running = [self._jobs[i] for i in group.job_ids if i in self._jobs]
-            running = [j for j in running if j.running]
-            if running:
-                stages = (figures.get(s) for j in running for s in j.stage_ids)
-                group.sampler.sample(
-                    now, [s for s in stages if s is not None and s.running], self._stages.slots
-                )
+            jobs = [self._jobs[i] for i in group.job_ids if i in self._jobs]
+            jobs += [self._operations[o] for o in group.operation_ids]
+            group.sample_slots(now, jobs, self._stages.of_session(group.session))
 
     def _inside(self, group: GroupRecord, jobs: tuple[JobView, ...]) -> GroupInside | None:
-        # Remade when its jobs, their stages' figures or its chart changed; a group
-        # that ended keeps what it showed last (its stages' figures may be gone).
-        figures = self._stages.figures
-        known = tuple(figures.get(s) for j in jobs for s in j.stage_ids)
-        inputs = (jobs, known, group.sampler.version)
-        if group.inside is not None and (group.inside[0] == inputs or not any(known)):
-            return group.inside[1]
-        ended = [j.completed_at for j in jobs if not j.running and j.completed_at is not None]
-        running = any(j.running for j in jobs)
-        end = time.time() if running or not ended else max(ended)
-        start = min((j.submitted_at for j in jobs if j.submitted_at is not None), default=None)
-        inside = inside_of(jobs, figures, group.sampler, (start, end), self._thresholds)
-        group.inside = (inputs, inside)
-        return inside
+        read = self._stages.of_session(group.session)
+        return group.inside_now(jobs, read.figures, self._thresholds)
 
     def _retain(self, views: list[GroupView]) -> list[GroupView]:
         # Groups that never ran a job are not shown; finished ones are kept up to the

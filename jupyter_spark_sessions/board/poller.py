@@ -4,7 +4,8 @@ Each round it makes the cancels the board queued (``SessionBackend.cancel``), re
 jobs of every session's ``JobFeed`` (one per SparkContext, shared by its classic
 sessions) and publishes a snapshot. A classic context's read is one py4j round trip
 (``job_feed.JobStatusReader``), whatever the number of jobs, stages and tasks. Backends
-without a feed (Spark Connect) report their operations to the board themselves.
+without a feed (Spark Connect) report their operations to the board themselves; their
+stages' figures come from their server's ``StageSource`` (one per server).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .snapshot import (
 from .stage_figures import StageFigures, parse_stage_figures
 
 if TYPE_CHECKING:
-    from ..backends.base import JobFeed, SessionBackend
+    from ..backends.base import JobFeed, SessionBackend, StageSource
     from .job_board import JobBoard
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ class BoardPoller:
         self._threads: list[threading.Thread] = []
         self._start_lock = threading.Lock()
         self._readers: dict[JobFeed, _FeedReader] = {}
+        #: A parser per Connect server's stage source (by the source's id).
+        self._parsers: dict[int, _FiguresParser] = {}
         #: When the last finished poll started, and a condition notified after each.
         self._last_poll_started = float("-inf")
         self._polled = threading.Condition()
@@ -163,6 +166,7 @@ class BoardPoller:
             read += reader.read(self.board.settling_job_ids(), by_spark_tag, streaming_runs)
             figures.update(reader.stage_figures())
             slots.update(feed.executor_slots())
+        servers = self._read_servers(followed)
         jobs = [view for view, _ in read]
         keys = {view.id: key for view, key in read if key is not None}
         running = [key for view, key in read if view.status == "RUNNING"]
@@ -180,10 +184,33 @@ class BoardPoller:
             keys,
             running.count(None),
             sessions,
-            stages=StagesRead(figures, slots) if feeds else None,
+            stages=StagesRead(figures, slots, servers) if feeds or servers else None,
         )
         self._send_cancels()
         return snapshot
+
+    def _read_servers(self, followed: Mapping[str, SessionBackend]) -> dict[str, StagesRead]:
+        """Each Connect session's stages, read from its server's UI (one read per
+        server), by session name."""
+        sources: dict[str, StageSource] = {}
+        for name, backend in followed.items():
+            source = backend.stage_source()
+            if source is not None:
+                sources[name] = source
+        wanted: dict[int, tuple[StageSource, set[int], set[int]]] = {}
+        for name, source in sources.items():
+            _, running, ended = wanted.setdefault(id(source), (source, set(), set()))
+            of_running, of_ended = self.board.operation_stage_ids(name)
+            running |= of_running
+            ended |= of_ended
+        reads: dict[int, StagesRead] = {}
+        for key, (source, running, ended) in wanted.items():
+            source.refresh(running, ended - running)
+            parser = self._parsers.get(key) or _FiguresParser()
+            self._parsers[key] = parser
+            reads[key] = StagesRead(parser.parse(source.stage_figures()), source.executor_slots())
+        self._parsers = {k: p for k, p in self._parsers.items() if k in reads}
+        return {name: reads[id(source)] for name, source in sources.items()}
 
     def _send_cancels(self) -> None:
         for cancel in self.board.take_pending_cancels():
@@ -211,6 +238,24 @@ class BoardPoller:
         return views
 
 
+class _FiguresParser:
+    """Parses a source's stage figures, once per change: a stage's data is a new dict
+    only when it changed (``JobFeed.stage_figures``, ``StageSource.stage_figures``)."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[int, tuple[dict[str, Any], StageFigures]] = {}
+
+    def parse(self, fed: Mapping[int, dict[str, Any]]) -> dict[int, StageFigures]:
+        parsed = {}
+        for stage_id, data in fed.items():
+            before = self._parsed.get(stage_id)
+            if before is None or before[0] is not data:
+                before = (data, parse_stage_figures(data))
+            parsed[stage_id] = before
+        self._parsed = parsed
+        return {stage_id: figures for stage_id, (_, figures) in parsed.items()}
+
+
 class _FeedReader:
     """Reads one feed into ``JobView``s and their groups, reusing last poll's view of a
     job whose data Spark reports unchanged (a long task moves no count). Parsing is most
@@ -223,21 +268,11 @@ class _FeedReader:
         #: job id -> (its data, its running stages' data, view, group) at the last poll.
         self._last: dict[int, tuple[dict[str, Any], tuple[Any, ...], JobView, GroupKey | None]]
         self._last = {}
-        #: stage id -> (the feed's data, parsed): a stage's data is a new dict only when
-        #: it changed, so each is parsed once per change.
-        self._figures: dict[int, tuple[dict[str, Any], StageFigures]] = {}
+        self._figures = _FiguresParser()
 
     def stage_figures(self) -> dict[int, StageFigures]:
         """The feed's stage figures, parsed (new parses only for changed stages)."""
-        fed = self._feed.stage_figures()
-        parsed = {}
-        for stage_id, data in fed.items():
-            before = self._figures.get(stage_id)
-            if before is None or before[0] is not data:
-                before = (data, parse_stage_figures(data))
-            parsed[stage_id] = before
-        self._figures = parsed
-        return {stage_id: figures for stage_id, (_, figures) in parsed.items()}
+        return self._figures.parse(self._feed.stage_figures())
 
     def read(
         self, also: list[int], by_spark_tag: Mapping[str, str], streaming_runs: frozenset[str]

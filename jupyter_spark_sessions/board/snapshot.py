@@ -465,7 +465,8 @@ def operation_view(
     completed = total if status == "SUCCEEDED" else sum(n for _, _, n, _ in stages)
     return JobView(
         id=number,
-        name="Spark Connect query",  # the client sees no call site; its id is no name
+        # Where the user's code started it, as a classic job is named.
+        name=report.call_site or "Spark Connect query",
         status=status,
         submitted_at=submitted_at,
         completed_at=completed_at,

@@ -216,6 +216,7 @@ def endpoint_of(record: ServerRecord) -> Endpoint:
         record.port,
         ui_url=f"http://127.0.0.1:{record.ui_port}" if record.ui_port else "",
         ui_protected=bool(record.ui_secret),
+        ui_secret=record.ui_secret,
         local=record.master.startswith("local"),
         shared=True,
     )

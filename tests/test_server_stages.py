@@ -1,0 +1,88 @@
+"""A Connect server's stages as the REST API gives them, turned into the figures the
+board shows (backends/server_stages.py): pure functions, on data shaped as Spark 4.3's
+``/api/v1/applications/<id>/stages`` answers (the real server's answers are read in
+test_inside_a_job_kernel.py's Connect test)."""
+
+from __future__ import annotations
+
+from jupyter_spark_sessions.backends.server_stages import (
+    QUANTILES,
+    epoch_ms,
+    figures_of,
+    running_per_executor,
+    slow_task_count,
+)
+from jupyter_spark_sessions.board.stage_figures import parse_stage_figures
+
+ACTIVE = {
+    "status": "ACTIVE",
+    "stageId": 3,
+    "attemptId": 0,
+    "numTasks": 16,
+    "numActiveTasks": 2,
+    "numCompleteTasks": 9,
+    "numFailedTasks": 1,
+    "numKilledTasks": 0,
+    "submissionTime": "2026-12-06T09:04:38.929GMT",
+    "executorRunTime": 4000,
+    "jvmGcTime": 100,
+    "inputBytes": 10,
+    "shuffleReadBytes": 20,
+    "shuffleWriteBytes": 30,
+    "memoryBytesSpilled": 40,
+    "diskBytesSpilled": 50,
+    "name": 'Spark Connect - session_id: "1b70"\nplan {\n  root {',
+    "tasks": {
+        "11": {"taskId": 11, "status": "RUNNING", "executorId": "0"},
+        "12": {"taskId": 12, "status": "RUNNING", "executorId": "1"},
+        "13": {"taskId": 13, "status": "RUNNING", "executorId": "1"},
+        "7": {"taskId": 7, "status": "FAILED", "errorMessage": "Boom: no\n\tat x"},
+    },
+    "executorSummary": {
+        "0": {"taskTime": 3000, "succeededTasks": 5, "failedTasks": 1, "killedTasks": 0},
+        "1": {"taskTime": 1000, "succeededTasks": 4, "failedTasks": 0, "killedTasks": 0},
+    },
+}
+
+
+def test_a_rest_stage_reads_as_the_listeners_figures() -> None:
+    summary = {"duration": [100.0, 120.0, 130.0, 150.0, 2000.0, 2000.0, 2000.0]}
+    data = figures_of(ACTIVE, running_per_executor(ACTIVE), summary)
+    stage = parse_stage_figures(data)
+    assert (stage.id, stage.attempt, stage.status) == (3, 0, "active")
+    assert stage.name == "", "the server's plan text is no name: its operation's call site is"
+    assert (stage.tasks.total, stage.tasks.active, stage.tasks.completed) == (16, 2, 9)
+    assert stage.tasks.failed == 1 and stage.first_task_failure == "Boom: no"
+    assert stage.submitted_at == epoch_ms("2026-12-06T09:04:38.929GMT") / 1000
+    assert (stage.input_bytes, stage.shuffle_read_bytes, stage.shuffle_write_bytes) == (10, 20, 30)
+    assert (stage.memory_spilled_bytes, stage.disk_spilled_bytes) == (40, 50)
+    assert (stage.run_seconds, stage.gc_seconds) == (4.0, 0.1)
+    assert (stage.median_task_seconds, stage.max_task_seconds) == (0.1, 2.0)
+    shares = {e.id: (e.running, e.ended, e.task_seconds) for e in stage.executors}
+    assert shares == {"0": (1, 6, 3.0), "1": (2, 4, 1.0)}
+
+
+def test_without_quantiles_yet_the_median_is_unknown_not_zero() -> None:
+    stage = parse_stage_figures(figures_of(ACTIVE, {}, None))
+    assert stage.median_task_seconds is None and stage.max_task_seconds is None
+
+
+def test_the_tasks_near_the_slowest_are_counted_from_the_quantiles() -> None:
+    # 16 tasks, one of them slow: the quantiles 0.99, 0.999 and 1.0 are all that task.
+    one = dict(zip(QUANTILES, [50, 50, 50, 50, 2500, 2500, 2500], strict=True))
+    assert slow_task_count(16, one) == 1
+    # 16 tasks, two slow (indices 14 and 15: the 0.9 quantile is index 14).
+    two = dict(zip(QUANTILES, [50, 50, 2400, 2400, 2500, 2500, 2500], strict=True))
+    assert slow_task_count(16, two) == 2
+    # All alike: every task is "near the slowest".
+    flat = dict(zip(QUANTILES, [50] * 7, strict=True))
+    assert slow_task_count(16, flat) == 16
+    assert slow_task_count(0, one) == 0
+    # 2,000 tasks, one slow: only the slowest quantile is that task.
+    last = dict(zip(QUANTILES, [50, 50, 50, 50, 50, 50, 2500], strict=True))
+    assert slow_task_count(2000, last) == 1
+
+
+def test_dates_the_api_writes_and_ones_it_does_not() -> None:
+    assert epoch_ms("1970-01-01T00:00:01.500GMT") == 1500
+    assert epoch_ms("") is None and epoch_ms(None) is None and epoch_ms("yesterday") is None
