@@ -46,6 +46,15 @@ KERNEL_CONFIG = (
 )
 
 
+def set_theme(page: Any, name: str) -> None:
+    """JupyterLab's Settings > Theme > ``name``, then wait until it is applied."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text=name).first.click()
+    page.locator(f"body[data-jp-theme-name='{name}']").wait_for(state="attached", timeout=30_000)
+    page.wait_for_timeout(1_000)  # its stylesheet applied, the layout settled
+
+
 def chromium_path() -> str:
     """Debian's Chromium (scripts/ensure-chromium.sh installs it)."""
     for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .lab import LabServer, save_screenshot
+from .lab import LabServer, save_screenshot, set_theme
 from .notebook import (
     B_BACKGROUND_CELL,
     B_RESULT_CELL,
@@ -40,6 +40,13 @@ len(spark.range(0, 60, 1, 30).select(_step("id")).collect())"""
 # About 4 s: ends by itself (Run All stopped at the cancelled cell: run after).
 A_SHORT_CELL = "len(spark.range(0, 8, 1, 8).select(_step('id')).collect())"
 
+# One skewed key: of 16 tasks, the one of id 0 takes 4 s, the others 0.1 s.
+A_SKEWED_CELL = """def _by_key(x):
+    import time
+    time.sleep(4 if x == 0 else 0.1)
+    return x
+len(spark.range(0, 16, 1, 16).select(udf(_by_key, "long")("id")).collect())"""
+
 VIEW = "[data-testid='spark-cell-progress']"
 
 
@@ -60,7 +67,14 @@ def check_cell_progress(server: LabServer, page: Any, app: str) -> None:
     """The whole story in ``app`` ("lab", or "notebook": Notebook 7, whose module runs it
     with its own server: one Playwright per module)."""
     name = f"progress-{app}.ipynb"
-    cells = [SETUP_CELL, B_BACKGROUND_CELL, A_PROGRESS_CELL, B_RESULT_CELL, A_SHORT_CELL]
+    cells = [
+        SETUP_CELL,
+        B_BACKGROUND_CELL,
+        A_PROGRESS_CELL,
+        B_RESULT_CELL,
+        A_SHORT_CELL,
+        A_SKEWED_CELL,
+    ]
     open_notebook(page, server, name, cells, app=app)
     run_all(page)
 
@@ -111,6 +125,24 @@ def check_cell_progress(server: LabServer, page: Any, app: str) -> None:
     assert inside.locator("summary").inner_text().startswith("1 stage"), inside.inner_text()
     if app == "lab":
         save_screenshot(cell_output(page, 4), "cell-progress-summary.png")
+
+    # A skewed job: its summary opens on its finding, the rows and the chart beneath.
+    run_cell(page, 5)
+    skewed = cell_output(page, 5).locator(f"{VIEW} [data-testid='spark-cell-inside']")
+    finding = skewed.locator("[data-testid='jss-finding']")
+    finding.first.wait_for(timeout=60_000)
+    assert "skewed keys" in finding.first.inner_text(), finding.first.inner_text()
+    chart = skewed.locator("[data-testid='jss-slot-chart']")
+    assert finding.first.is_visible() and chart.is_visible()
+    if app == "lab":
+        save_screenshot(cell_output(page, 5), "cell-inside-skew.png")
+        set_theme(page, "JupyterLab Dark")
+        try:
+            save_screenshot(cell_output(page, 5), "cell-inside-skew-dark.png")
+        finally:
+            set_theme(page, "JupyterLab Light")
+    else:
+        save_screenshot(cell_output(page, 5), "cell-inside-skew-notebook7.png")
         # Saved and opened again: the cell keeps the summary and its inside.
         page.keyboard.press("Control+s")
         page.locator(".jp-mod-dirty").wait_for(state="detached", timeout=30_000)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .conftest import SPARK_UI_KERNEL_CONFIG
-from .lab import LabServer, save_screenshot
+from .lab import LabServer, save_screenshot, set_theme
 from .notebook import (
     A_LONG_CELL,
     B_BACKGROUND_CELL,
@@ -77,13 +77,6 @@ def files_of(sidebar: Any, session: str) -> Any:
     row = sidebar.page.locator(f"[data-testid='jss-session'][data-session='{session}']")
     block = sidebar.locator(".jp-SparkSessions-sessionBlock", has=row)
     return block.locator("[data-testid='jss-session-file']")
-
-
-def set_theme(page: Any, name: str) -> None:
-    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text=name).first.click()
-    page.wait_for_timeout(1_000)
 
 
 # A file per session (the sidebar lists them, and the screenshots). Not the same name:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .lab import LabServer, save_screenshot
+from .lab import LabServer, save_screenshot, set_theme
 from .notebook import SETUP_CELL, cell_output, cut_elements, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
@@ -163,14 +163,6 @@ class Region:
         screen = self.page.viewport_size
         assert clip["y"] >= 0 and clip["y"] + clip["height"] <= screen["height"], clip
         self.page.screenshot(path=path, clip=clip)
-
-
-def set_theme(page: Any, name: str) -> None:
-    """Settings > Theme > ``name``, then wait until JupyterLab says it is applied."""
-    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text=name).first.click()
-    page.locator(f"body[data-jp-theme-name='{name}']").wait_for(state="attached", timeout=30_000)
 
 
 def test_sql_cells_show_readable_tables_and_a_one_line_error(lab: LabServer, page: Any) -> None:
