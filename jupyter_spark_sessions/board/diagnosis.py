@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..sizes import size_text
 from .stage_figures import CANCELLED, FAILED, StageFigures
 
 #: Lines a group shows at most.
@@ -89,8 +90,8 @@ def _stage_findings(stage: StageFigures, slots: int, now: float, limits: Thresho
         lines.append(f"{head}: {straggler}")
     if stage.disk_spilled_bytes > 0:
         lines.append(
-            f"{head}: spilled {_bytes(stage.disk_spilled_bytes)} to disk "
-            f"({_bytes(stage.memory_spilled_bytes)} in memory): too little memory per task; "
+            f"{head}: spilled {size_text(stage.disk_spilled_bytes)} to disk "
+            f"({size_text(stage.memory_spilled_bytes)} in memory): too little memory per task; "
             "more shuffle partitions or more executor memory"
         )
     if long_enough and slots and stage.tasks.total * 2 <= slots:
@@ -135,12 +136,3 @@ def _straggler(stage: StageFigures, limits: Thresholds) -> str:
 
 def _s(seconds: float) -> str:
     return f"{seconds:.2f} s" if seconds < 1 else f"{seconds:.1f} s"
-
-
-def _bytes(count: int) -> str:
-    size = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"

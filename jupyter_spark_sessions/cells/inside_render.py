@@ -11,18 +11,10 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from ..sizes import size_text
+
 #: The chart's drawing size (px): small, under the summary line.
 CHART_WIDTH, LANE_HEIGHT = 360, 28
-
-
-def size_text(count: int) -> str:
-    """``1.2 MiB``."""
-    size = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
 
 
 def seconds_text(seconds: float | None) -> str:

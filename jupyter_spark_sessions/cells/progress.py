@@ -309,7 +309,8 @@ def _html(entries: list[dict[str, Any]], final: bool) -> str:
         elif not final:  # between two jobs: at work, how far unknown
             bar = "<progress></progress> "
         rows.append(f"<div><code>{html.escape(head)}</code> {bar}{html.escape(rest)}</div>")
-        rows.append(inside_html(entry["inside"]))
+        if final:  # what is saved; while it runs, the extension draws it from the data
+            rows.append(inside_html(entry["inside"]))
     if not final and any(e["cancellable"] for e in entries):
         rows.append(f"<div><small>{html.escape(INTERRUPT_HINT)}</small></div>")
     return "".join(rows)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from ..errors import ArtifactError
+from ..sizes import size_text
 
 ARCHIVE_SUFFIXES: tuple[str, ...] = (".tar.gz", ".tgz", ".tar", ".zip", ".jar")
 
@@ -199,12 +200,12 @@ class _Unpacker:
     def _check_bytes(self, total: int, verb: str) -> None:
         if total > self.limits.max_total_bytes:
             raise self.refuse(
-                f"it {verb} more than {_size(self.limits.max_total_bytes)} of data (the limit)"
+                f"it {verb} more than {size_text(self.limits.max_total_bytes)} of data (the limit)"
             )
         if total > self._ratio_bytes:
             raise self.refuse(
                 f"it {verb} more than {self.limits.max_ratio:g} times its own size "
-                f"of {_size(self.archive_size)} (a likely zip bomb)"
+                f"of {size_text(self.archive_size)} (a likely zip bomb)"
             )
 
     def _count_bytes(self, n: int) -> None:
@@ -593,16 +594,6 @@ def _show(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def _size(n: float) -> str:
-    if n < 1024:
-        return f"{n:.0f} bytes"
-    for unit in ("KiB", "MiB", "GiB"):
-        n /= 1024
-        if n < 1024:
-            return f"{n:.1f} {unit}"
-    return f"{n / 1024:.1f} TiB"
 
 
 def _os_reason(exc: OSError) -> str:

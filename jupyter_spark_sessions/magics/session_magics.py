@@ -24,6 +24,7 @@ from ..errors import ProtocolError, SparkSessionsError
 from ..files.artifacts import AddResult
 from ..sessions.gone_objects import MAKE_AGAIN
 from ..sessions.python_envs import Requirements, SessionEnv, requirements
+from ..sizes import size_text
 from . import spark_ui
 from .parser import help_text, parse_conf_pairs, parse_line, subcommand_help
 
@@ -96,15 +97,6 @@ def _query_row(query: QueryView) -> list[object]:
         rate(query.process_rate),
         "-" if query.batch_duration_ms is None else f"{query.batch_duration_ms:,}",
     ]
-
-
-def _size(count: int) -> str:
-    size = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{count} B"
 
 
 _JOBS_HEADERS = ("group", "state", "jobs", "tasks", "elapsed", "description")
@@ -339,7 +331,7 @@ class SparkSessionMagics(Magics):
             "pyfile": "UDFs can import it",
         }[item.kind]
         print(
-            f"Added {item.kind} '{item.name}' ({_size(item.size)}) to session '{session}': "
+            f"Added {item.kind} '{item.name}' ({size_text(item.size)}) to session '{session}': "
             f"{usage}; driver copy: {item.path}"
         )
 
@@ -352,7 +344,7 @@ class SparkSessionMagics(Magics):
             [
                 a.name,
                 a.kind,
-                _size(a.size),
+                size_text(a.size),
                 time.strftime("%H:%M:%S", time.localtime(a.added_at)),
                 a.path,
             ]
