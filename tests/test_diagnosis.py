@@ -1,5 +1,5 @@
-"""The diagnosis' rules, the stage rows and the slot chart on figures made by hand
-(the kernel tests run the same on real jobs: test_inside_a_job_kernel.py)."""
+"""The diagnosis' rules, the stage rows, the slot chart and their bounds, on figures
+made by hand (the kernel tests run the same on real jobs: test_inside_a_job_kernel.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from jupyter_spark_sessions.board.group_inside import (
     SlotSampler,
     stage_rows,
 )
-from jupyter_spark_sessions.board.snapshot import TaskCounts
+from jupyter_spark_sessions.board.group_records import GroupRecord
+from jupyter_spark_sessions.board.snapshot import (
+    MAX_JOB_STAGES,
+    JobView,
+    StageView,
+    TaskCounts,
+    parse_job,
+)
 from jupyter_spark_sessions.board.stage_figures import ExecutorShare, StageFigures
 from jupyter_spark_sessions.cells.inside_render import chart_svg, inside_lines
 
@@ -159,3 +166,33 @@ def test_the_text_rendering_has_the_rows_and_the_findings() -> None:
         "  2 skipped (their output was there already)",
         "  ! stage 3 (...): skewed",
     ]
+
+
+def test_a_group_keeps_its_first_stages_figures_after_spark_let_them_go() -> None:
+    ids = tuple(range(30))
+    figures = {i: stage(id=i, tasks=2, slowest=0.5, seconds=1.0) for i in ids}
+
+    def job(status: str) -> JobView:
+        return JobView(1, "count at In [1] line 1", status, T0, None, TaskCounts(60), ids)
+
+    group = GroupRecord("a", 1)
+    running = group.inside_now((job("RUNNING"),), figures, Thresholds(), cell_running=True)
+    assert running is not None and running.more_stages == 20
+    # Spark kept only its last 10 ended stages when the group ended: the group did not.
+    latest = {i: f for i, f in figures.items() if i >= 20}
+    ended = group.inside_now((job("SUCCEEDED"),), latest, Thresholds(), cell_running=False)
+    assert ended is not None and ended.unknown_stages == 0 and ended.more_stages == 20
+    # Once ended, its picture is kept and its figures let go.
+    assert group.seen == {}
+    assert group.inside_now((job("SUCCEEDED"),), {}, Thresholds(), False) is ended
+
+
+def test_a_job_of_many_running_stages_carries_only_its_busiest() -> None:
+    running = tuple(
+        StageView(i, "", 0, TaskCounts(total=4, active=1 if i % 100 else 3)) for i in range(2000)
+    )
+    job = parse_job({"jobId": 1, "status": "RUNNING", "stageIds": list(range(2000))}, running)
+    assert len(job.stages) == MAX_JOB_STAGES
+    busiest = [s.id for s in job.stages]
+    assert busiest == [0, 100, 200, 300, 400, 500, 600, 700, 800, 900]  # 3 tasks each
+    assert len(job.stage_ids) == 2000  # the stage rows still count every stage

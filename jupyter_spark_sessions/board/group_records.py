@@ -99,6 +99,12 @@ class GroupRecord:
     sampler: SlotSampler = field(default_factory=SlotSampler)
     #: What it shows inside and what that was made from (``inside_now``).
     inside: tuple[tuple[Any, ...], GroupInside | None] | None = None
+    #: The figures of its stages as last read: Spark keeps a bounded number of ended
+    #: stages, and a group of many stages must not lose its first ones before it ends.
+    seen: dict[int, StageFigures] = field(default_factory=dict)
+    #: Its inside once it ended (made from complete figures; ``seen`` is then let go),
+    #: with the jobs it was made of.
+    ended_inside: tuple[tuple[JobView, ...], GroupInside | None] | None = None
 
     def sample_slots(self, now: float, jobs: Iterable[JobView], read: StagesRead) -> None:
         """A chart sample while some of ``jobs`` (its jobs) run, from ``read``."""
@@ -112,20 +118,33 @@ class GroupRecord:
         jobs: tuple[JobView, ...],
         figures: Mapping[int, StageFigures],
         thresholds: Thresholds,
+        cell_running: bool,
     ) -> GroupInside | None:
         """What it shows inside: remade when its jobs, their stages' figures or its
-        chart changed; once it ended, what it showed last (its stages' figures may be
-        gone)."""
-        known = tuple(figures.get(s) for j in jobs for s in j.stage_ids)
+        chart changed; once it ended (``cell_running``: its cell may start more jobs),
+        what it showed last."""
+        if self.ended_inside is not None and self.ended_inside[0] == jobs:
+            return self.ended_inside[1]
+        for job in jobs:
+            for stage_id in job.stage_ids:
+                stage = figures.get(stage_id)
+                if stage is not None:
+                    self.seen[stage_id] = stage
+        known = tuple(self.seen.get(s) for j in jobs for s in j.stage_ids)
         inputs = (jobs, known, self.sampler.version)
         if self.inside is not None and (self.inside[0] == inputs or not any(known)):
-            return self.inside[1]
-        ended = [j.completed_at for j in jobs if not j.running and j.completed_at is not None]
-        running = any(j.running for j in jobs)
-        end = time.time() if running or not ended else max(ended)
-        start = min((j.submitted_at for j in jobs if j.submitted_at is not None), default=None)
-        inside = inside_of(jobs, figures, self.sampler, (start, end), thresholds)
-        self.inside = (inputs, inside)
+            inside = self.inside[1]
+        else:
+            ended = [j.completed_at for j in jobs if not j.running and j.completed_at is not None]
+            running = any(j.running for j in jobs)
+            end = time.time() if running or not ended else max(ended)
+            first = (j.submitted_at for j in jobs if j.submitted_at is not None)
+            span = (min(first, default=None), end)
+            inside = inside_of(jobs, self.seen, self.sampler, span, thresholds)
+            self.inside = (inputs, inside)
+        settled = not any(j.running for j in jobs) and not any(k and k.running for k in known)
+        if settled and not cell_running:  # its picture is final: the figures can go
+            self.ended_inside, self.seen, self.inside = (jobs, inside), {}, None
         return inside
 
     @property

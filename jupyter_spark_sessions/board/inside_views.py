@@ -56,7 +56,8 @@ class GroupInside:
     more_stages: int
     #: Stages of its ended jobs Spark skipped (their output was there already).
     skipped_stages: int
-    #: Stages whose figures are no longer kept (evicted; ``spark.ui.retainedStages``).
+    #: Stages whose figures were gone before the board read them (Spark keeps a
+    #: bounded number of ended stages; a group keeps what it read while it runs).
     unknown_stages: int
     chart: SlotChart | None
     findings: tuple[str, ...]

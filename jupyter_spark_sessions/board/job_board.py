@@ -571,7 +571,9 @@ class JobBoard:
 
     def _inside(self, group: GroupRecord, jobs: tuple[JobView, ...]) -> GroupInside | None:
         read = self._stages.of_session(group.session)
-        return group.inside_now(jobs, read.figures, self._thresholds)
+        cell = self._cells.get(group.count) if group.count is not None else None
+        running = cell is not None and cell.running
+        return group.inside_now(jobs, read.figures, self._thresholds, running)
 
     def _retain(self, views: list[GroupView]) -> list[GroupView]:
         # Groups that never ran a job are not shown; finished ones are kept up to the

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownSessionError
@@ -159,13 +159,19 @@ class BoardPoller:
         queries.refresh()
         streaming_runs = queries.run_ids()
         read: list[tuple[JobView, GroupKey | None]] = []
-        figures: dict[int, StageFigures] = {}
+        each_figures: list[Mapping[int, StageFigures]] = []
         slots: dict[str, int] = {}
         for feed in feeds:
             reader = self._readers[feed]
             read += reader.read(self.board.settling_job_ids(), by_spark_tag, streaming_runs)
-            figures.update(reader.stage_figures())
+            each_figures.append(reader.stage_figures())
             slots.update(feed.executor_slots())
+        # One context per process: its figures as they are (parsed only when asked).
+        figures: Mapping[int, StageFigures] = (
+            each_figures[0]
+            if len(each_figures) == 1
+            else {k: v for m in each_figures for k, v in m.items()}
+        )
         servers = self._read_servers(followed)
         jobs = [view for view, _ in read]
         keys = {view.id: key for view, key in read if key is not None}
@@ -239,21 +245,39 @@ class BoardPoller:
 
 
 class _FiguresParser:
-    """Parses a source's stage figures, once per change: a stage's data is a new dict
-    only when it changed (``JobFeed.stage_figures``, ``StageSource.stage_figures``)."""
+    """Parses a source's stage figures on first use, once per change: a stage's data is
+    a new dict only when it changed (``JobFeed.stage_figures``,
+    ``StageSource.stage_figures``). Most changed stages are never looked at (a streaming
+    query's ten a second: no group shows them), so none is parsed before it is asked."""
 
     def __init__(self) -> None:
-        self._parsed: dict[int, tuple[dict[str, Any], StageFigures]] = {}
+        self._parsed: _Parsed = {}
 
-    def parse(self, fed: Mapping[int, dict[str, Any]]) -> dict[int, StageFigures]:
-        parsed = {}
-        for stage_id, data in fed.items():
-            before = self._parsed.get(stage_id)
-            if before is None or before[0] is not data:
-                before = (data, parse_stage_figures(data))
-            parsed[stage_id] = before
-        self._parsed = parsed
-        return {stage_id: figures for stage_id, (_, figures) in parsed.items()}
+    def parse(self, fed: Mapping[int, dict[str, Any]]) -> Mapping[int, StageFigures]:
+        if len(self._parsed) > 2 * len(fed) + 100:  # the feed let them go: so do we
+            self._parsed = {i: p for i, p in self._parsed.items() if i in fed}
+        return _ParsedFigures(fed, self._parsed)
+
+
+_Parsed = dict[int, tuple[dict[str, Any], StageFigures]]
+
+
+class _ParsedFigures(Mapping[int, StageFigures]):
+    def __init__(self, fed: Mapping[int, dict[str, Any]], parsed: _Parsed) -> None:
+        self._fed, self._parsed = fed, parsed
+
+    def __getitem__(self, stage_id: int) -> StageFigures:
+        data = self._fed[stage_id]
+        before = self._parsed.get(stage_id)
+        if before is None or before[0] is not data:
+            before = self._parsed[stage_id] = (data, parse_stage_figures(data))
+        return before[1]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._fed)
+
+    def __len__(self) -> int:
+        return len(self._fed)
 
 
 class _FeedReader:
@@ -270,8 +294,8 @@ class _FeedReader:
         self._last = {}
         self._figures = _FiguresParser()
 
-    def stage_figures(self) -> dict[int, StageFigures]:
-        """The feed's stage figures, parsed (new parses only for changed stages)."""
+    def stage_figures(self) -> Mapping[int, StageFigures]:
+        """The feed's stage figures, parsed when asked (once per change)."""
         return self._figures.parse(self._feed.stage_figures())
 
     def read(

@@ -272,9 +272,24 @@ def _seconds(millis: Any) -> float | None:
     return millis / 1000.0 if isinstance(millis, int | float) else None
 
 
+#: Running stages a job view carries at most (its busiest): a job of 2,000 stages side
+#: by side must not send 2,000 progress rows to each view at every poll (its stage rows,
+#: ``GroupView.inside``, count the others).
+MAX_JOB_STAGES = 10
+
+
+def busiest_stages(stages: tuple[StageView, ...]) -> tuple[StageView, ...]:
+    """At most ``MAX_JOB_STAGES`` of a job's running ``stages``: those running the most
+    tasks, in stage order."""
+    if len(stages) <= MAX_JOB_STAGES:
+        return stages
+    busiest = sorted(stages, key=lambda s: (-s.tasks.active, s.id))[:MAX_JOB_STAGES]
+    return tuple(sorted(busiest, key=lambda s: s.id))
+
+
 def parse_job(data: dict[str, Any], stages: tuple[StageView, ...] = ()) -> JobView:
     """A ``JobView`` from Spark's ``JobData`` JSON (absent fields count as 0), with its
-    running ``stages``."""
+    running ``stages`` (the busiest ``MAX_JOB_STAGES``)."""
     tasks = TaskCounts(
         total=int(data.get("numTasks", 0)),
         active=int(data.get("numActiveTasks", 0)),
@@ -292,7 +307,7 @@ def parse_job(data: dict[str, Any], stages: tuple[StageView, ...] = ()) -> JobVi
         tasks=tasks,
         stage_ids=tuple(int(s) for s in data.get("stageIds", ())),
         kill_reasons=tuple(str(r) for r in (data.get("killedTasksSummary") or {})),
-        stages=stages,
+        stages=busiest_stages(stages),
         error=failure_line(str(data.get("failureReason") or "")),
         skipped_stages=int(data.get("numSkippedStages", 0)),
     )
@@ -478,10 +493,12 @@ def operation_view(
         stage_ids=tuple(stage_id for stage_id, _, _, _ in stages),
         kill_reasons=(report.cancel_reason,) if report.cancel_reason else (),
         error=report.failure,
-        stages=tuple(
-            StageView(id=stage_id, name="", attempt=0, tasks=TaskCounts(total=n, completed=c))
-            for stage_id, n, c, stage_done in stages
-            if not stage_done and not done
+        stages=busiest_stages(
+            tuple(
+                StageView(id=stage_id, name="", attempt=0, tasks=TaskCounts(total=n, completed=c))
+                for stage_id, n, c, stage_done in stages
+                if not stage_done and not done
+            )
         ),
         operation_id=report.operation_id,
     )

@@ -67,7 +67,8 @@ def hidden_stages_text(inside: Mapping[str, Any]) -> str:
         parts.append(f"{inside['skipped_stages']:,} skipped (their output was there already)")
     if inside["unknown_stages"]:
         parts.append(
-            f"{inside['unknown_stages']:,} no longer kept by Spark (spark.ui.retainedStages)"
+            f"{inside['unknown_stages']:,} gone before the board read them "
+            "(Spark keeps a bounded number of ended stages)"
         )
     return " · ".join(parts)
 

@@ -113,7 +113,7 @@ export function hiddenStagesText(inside: GroupInside): string {
   }
   if (inside.unknown_stages) {
     parts.push(
-      `${inside.unknown_stages.toLocaleString('en-US')} no longer kept by Spark (spark.ui.retainedStages)`
+      `${inside.unknown_stages.toLocaleString('en-US')} gone before the board read them (Spark keeps a bounded number of ended stages)`
     );
   }
   return parts.join(' \u00b7 ');

@@ -421,7 +421,7 @@ export interface GroupInside {
    */
   skipped_stages: number;
   /**
-   * Stages whose figures Spark no longer keeps (spark.ui.retainedStages).
+   * Stages whose figures were gone before the board read them (Spark keeps a bounded number of ended stages).
    */
   unknown_stages: number;
   chart: SlotChart | null;

@@ -81,7 +81,9 @@ describe('the texts', () => {
       hiddenStagesText(
         inside({ more_stages: 0, skipped_stages: 0, unknown_stages: 1200 })
       )
-    ).toBe('1,200 no longer kept by Spark (spark.ui.retainedStages)');
+    ).toBe(
+      '1,200 gone before the board read them (Spark keeps a bounded number of ended stages)'
+    );
     expect(
       hiddenStagesText(inside({ more_stages: 0, skipped_stages: 0 }))
     ).toBe('');
