@@ -164,6 +164,7 @@ class Window:
     # sessions: the in-cell progress view's display messages (also in monitor_*)
     cell_view_msgs: int = 0
     cell_view_bytes: int = 0
+    cell_view_largest: int = 0  # the largest of them (the final one is saved)
     last_monitor_at: float | None = None
     group_pushes: list[tuple[float, bool]] = field(default_factory=list)  # (at, final)
     job_ends: list[tuple[float, int]] = field(default_factory=list)  # sparkmonitor
@@ -229,6 +230,7 @@ class BenchKernel:
             if is_cell_view:
                 window.cell_view_msgs += 1
                 window.cell_view_bytes += size
+                window.cell_view_largest = max(window.cell_view_largest, size)
             if is_monitor:
                 window.monitor_msgs += 1
                 window.monitor_bytes += size

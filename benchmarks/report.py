@@ -521,7 +521,44 @@ Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_
 {_shared_driver_notes(r)}"""
 
 
+def _many_stages(r: dict[str, Any]) -> str:
+    def memory(config: str) -> str:
+        after = [run["kernel_rss_mb"] for run in r["runs"] if run["config"] == config]
+        return " -> ".join(f"{mb:.1f}" for mb in after) + " MB"
+
+    wall = (
+        f"{r['wall_s_sessions_median']:.1f} s / {r['wall_s_none_median']:.1f} s = "
+        f"{r['wall_ratio_median']:.3f}"
+    )
+    rate = f"<= {r['rate_limit']:.0f} (two views, one per poll each)"
+    largest = f"{r['largest_cell_view_bytes'] / 1024:.1f} KB"
+    return f"""## A job of {r["stages"]:,} stages (`benchmarks/many_stages.py`)
+
+One RDD job of {r["stages"]:,} stages ({r["tasks"]:,} tasks: the union of {r["stages"] - 1:,}
+one-partition shuffles, side by side; a chain of 2,000 shuffles overflows the stack of
+Spark's own DAG scheduler, with or without a monitor) under a cell, `local[2]`,
+{r["rounds"]} rounds in alternating order: plain PySpark against this project with the
+in-cell view on and the sidebar's comm subscribed. What the views were sent counts from
+the cell's start until they went quiet; the largest in-cell output is what the saved
+notebook keeps (the final one). The kernel's memory is its Python process's resident
+size (the JVM is a child) after each job, in both kernels: what the board keeps of a
+group that ended shows as this project's growth beyond plain PySpark's.
+
+| figure | measured | target |
+|---|---|---|
+| cell wall: this project / plain PySpark (median) | {wall} | |
+| messages to the views (median) | {r["msgs_median"]:,.0f} ({r["bytes_median"] / 2**20:.2f} MB) | |
+| messages a second, the most of a run | {r["msgs_per_s_max"]:.2f} | {rate} |
+| largest in-cell output | {largest} | < {r["output_limit"] / 1024:.0f} KB |
+| kernel memory after each job: this project | {memory("sessions")} | flat |
+| the same, plain PySpark | {memory("none")} | |
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+"""
+
+
 RENDERERS = {
+    "many_stages": _many_stages,
     "session_env": _session_env,
     "board_overhead": board_overhead_render.render,
     "board_overhead_big": board_overhead_render.render_big,
