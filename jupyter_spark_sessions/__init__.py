@@ -131,6 +131,7 @@ def load_ipython_extension(ip: Any) -> None:
     from .cells.query_views import CellQueryViews
     from .cells.tagging import CellJobTagging
     from .kernel.shutdown import call_once_at_shutdown
+    from .magics import sql_completer
     from .magics.session_magics import SparkSessionMagics
     from .magics.sql_magic import SparkSqlMagics
 
@@ -153,6 +154,7 @@ def load_ipython_extension(ip: Any) -> None:
             raise UsageError(f"jupyter_spark_sessions cannot load: {exc}") from None
     ip.register_magics(SparkSessionMagics(ip, app, tagging))
     ip.register_magics(SparkSqlMagics(ip, app, tagging))
+    sql_completer.install(ip, registry)
     progress = CellProgressViews(ip, app, tagging)
     query_views = CellQueryViews(ip, app)  # a query's view outlives its cell
 
@@ -184,7 +186,10 @@ def unload_ipython_extension(ip: Any) -> None:
     """``%unload_ext``: stop tagging cells. Sessions stay registered and usable."""
     lifecycle = _loaded.pop(id(ip), None)
     if lifecycle is not None:
+        from .magics import sql_completer
+
         lifecycle.unregister()
+        sql_completer.uninstall(ip)
         kernel = getattr(ip, "kernel", None)
         if kernel is not None:
             from .kernel import marker

@@ -21,7 +21,8 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -36,6 +37,22 @@ from .thread_cell import current_cell
 
 if TYPE_CHECKING:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+
+#: Set on a thread whose Connect operations are the extension's own reads (a catalog
+#: for Tab): the board does not show them.
+_unwatched = threading.local()
+
+
+@contextmanager
+def unwatched() -> Iterator[None]:
+    """The Connect operations this thread runs inside are not reported to the board."""
+    before = getattr(_unwatched, "on", False)
+    _unwatched.on = True
+    try:
+        yield
+    finally:
+        _unwatched.on = before
 
 
 def is_connect_session(obj: object) -> bool:
@@ -527,6 +544,8 @@ class ConnectBackend:
             inflight_tasks: int,
             done: bool,
         ) -> None:
+            if getattr(_unwatched, "on", False):
+                return  # the extension's own read (session_catalog), not the user's
             error = operation_error() if done else None  # only readable here
             with self._lock:
                 site = self._call_sites.get(operation_id)

@@ -487,3 +487,34 @@ def outcome_line(statement: str, seconds: float) -> str:
     """The one line a command ends with: ``CREATE TEMPORARY VIEW v: done in 0.3 s.``"""
     head = _cut(_outcome_head(statement), _OUTCOME_HEAD_CHARS)
     return f"{head}: done in {_duration(seconds)}."
+
+
+def statement_before_cursor(text: str) -> str | None:
+    """The code of the statement ``text`` (a cell up to the cursor) ends in: what follows
+    its last statement-ending ``;``, with strings and comments blanked (so a word in
+    them is never read as code). None when ``text`` ends inside a string, a quoted
+    name or a comment (nothing to complete there)."""
+    pieces = list(_pieces(text))
+    last = pieces[-1] if pieces else None
+    if (
+        last is not None
+        and last.end == len(text)
+        and last.kind not in (_Kind.CODE, _Kind.SEMICOLON)
+    ):
+        body = text[last.start : last.end]
+        closed = {
+            _Kind.STRING: len(body) >= 2 and body[-1] == body.lstrip("rR")[0],
+            _Kind.QUOTED_NAME: len(body) >= 2 and body.endswith("`"),
+            _Kind.BLOCK_COMMENT: body.endswith("*/") and len(body) >= 4,
+            _Kind.HINT: body.endswith("*/") and len(body) >= 5,
+        }.get(last.kind, False)
+        if not closed:
+            return None
+    start = max((p.end for p in pieces if p.kind is _Kind.SEMICOLON), default=0)
+    kept = []
+    for piece in pieces:
+        if piece.end <= start:
+            continue
+        part = text[max(piece.start, start) : piece.end]
+        kept.append(part if piece.kind in (_Kind.CODE, _Kind.QUOTED_NAME) else " " * len(part))
+    return "".join(kept)

@@ -1,0 +1,240 @@
+"""Tab in a ``%%spark_sql NAME`` cell (and after ``%spark_sql NAME ``): completions
+from session NAME's own catalog, through Jupyter's ``complete_request``, so every
+frontend gets them with nothing installed in the browser. A matcher of IPython's
+completer (API v2, ``IPCompleter.custom_matchers``) that answers only inside a SQL cell
+(suppressing Python's completions there) and leaves every other cell to IPython.
+
+Each session's catalog is kept (``CatalogCache``) and read again, at the next Tab,
+after any cell ran (a cell may create a table or a temp view, in SQL or in Python).
+A read is Spark metadata only (``backends/session_catalog``: never a job) and is given
+``READ_BUDGET_S``: a session that does not answer in time gets what was read before (one
+never read before is waited for longer, once); one that is gone, stopped or lost gets
+keywords alone; never an error in the editor.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..backends import session_catalog
+from ..sql.completion import SqlCatalog, complete, tables_named
+from ..sql.statements import statement_before_cursor
+
+log = logging.getLogger(__name__)
+
+#: How long a Tab waits for a session's catalog being read again at most (seconds): it
+#: answers with what was read before after that (a read takes ~0.2 s beside a job).
+READ_BUDGET_S = 0.05
+#: ... the first time (a session's first read warms Spark's catalog code: ~1 s).
+FIRST_READ_BUDGET_S = 3.0
+#: Tables whose columns are read for one Tab at most (those the statement names).
+MAX_TABLES_READ = 8
+
+_CELL_MAGIC = re.compile(r"^\s*%%spark_sql\b(.*)$")
+_LINE_MAGIC = re.compile(r"^(\s*%spark_sql\s+)(.*)$")
+_OPTION_VALUE = {"-n", "--rows", "-o", "--output", "--max-rows", "--df"}
+
+
+@dataclass
+class _Cached:
+    catalog: SqlCatalog = field(default_factory=SqlCatalog)
+    #: Table name (lower case) -> its columns, for the tables read since it was fresh.
+    columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fresh: bool = False
+    built_in: tuple[str, ...] = ()  # Spark's own functions: read once
+    read_once: bool = False
+    reading: concurrent.futures.Future[None] | None = None
+
+
+def sql_at_cursor(
+    full_text: str, line: int, column: int, session_names: Collection[str] = ()
+) -> tuple[str | None, str, str] | None:
+    """(the session named, or None for `spark`'s; the SQL before the cursor; after it)
+    when the
+    cursor is in a ``%%spark_sql`` cell's body or after a ``%spark_sql`` line's magic
+    and options (whose first word names a session when it is one of
+    ``session_names``, as the magic reads it); None elsewhere."""
+    lines = full_text.split("\n")
+    cell = _CELL_MAGIC.match(lines[0]) if lines else None
+    if cell is not None and line > 0:
+        words = cell.group(1).split()
+        name = _positional(words)
+        before = "\n".join([*lines[1:line], lines[line][:column]])
+        after = "\n".join([lines[line][column:], *lines[line + 1 :]])
+        return name, before, after
+    magic = _LINE_MAGIC.match(lines[line][:column]) if line < len(lines) else None
+    if magic is None:
+        return None
+    words = magic.group(2).split(" ")
+    index = 0
+    while index < len(words) - 1 and words[index].startswith("-"):
+        index += 2 if words[index] in _OPTION_VALUE else 1
+    taken = words[index:]
+    name = taken[0] if len(taken) > 1 and taken[0] in session_names else None
+    rest = " ".join(taken[1:] if name else taken)
+    return name, rest, lines[line][column:]
+
+
+def _positional(words: list[str]) -> str | None:
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word.startswith("-"):
+            index += 2 if word in _OPTION_VALUE else 1
+            continue
+        return word
+    return None
+
+
+class SqlCompleter:
+    """The matcher and the sessions' catalogs. ``session_of(name)``: the session object
+    of a managed session name (None: `spark`'s), raising when there is none."""
+
+    def __init__(
+        self,
+        session_of: Callable[[str | None], tuple[str, Any]],
+        variables: Callable[[], Any],
+        session_names: Callable[[], Collection[str]],
+    ) -> None:
+        self._session_of = session_of
+        self._session_names = session_names
+        self._variables = variables
+        self._cached: dict[str, _Cached] = {}
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jss-sql-catalog")
+
+    def cell_ran(self, *_: object) -> None:
+        """Any cell may have changed a catalog: read each one used so far again now, in
+        the background, so that the next Tab finds it read."""
+        for key, cached in self._cached.items():
+            cached.fresh = False
+            cached.columns.clear()
+            cached.reading = self._pool.submit(self._refresh, key, cached)
+
+    def forget(self, name: str) -> None:
+        self._cached.pop(name, None)
+
+    def match(self, context: Any) -> dict[str, Any]:
+        """IPython's matcher (API v2: a ``CompletionContext`` in, a result dict out)."""
+        from IPython.core.completer import SimpleCompletion
+
+        found = sql_at_cursor(
+            context.full_text,
+            context.cursor_line,
+            context.cursor_position,
+            self._session_names(),
+        )
+        if found is None:
+            return {"completions": [], "suppress": False}
+        name, before, after = found
+        catalog = self.catalog(name, before, after)
+        variables = [v for v in self._variables() if v.isidentifier() and not v.startswith("_")]
+        result = complete(before, catalog, variables, after)
+        # Nothing to offer: the text as typed, so that IPython's other matchers (Python
+        # names, magics) stay out of a SQL cell (it lets a matcher suppress the others
+        # only when it has a completion).
+        offered = result.matches or ((result.fragment, "sql"),)
+        return {
+            "completions": [SimpleCompletion(text, type=kind) for text, kind in offered],
+            "matched_fragment": result.fragment,
+            "suppress": True,
+            "ordered": True,
+        }
+
+    match.matcher_api_version = 2  # type: ignore[attr-defined]
+
+    def catalog(self, name: str | None, before: str, after: str = "") -> SqlCatalog:
+        """Session ``name``'s catalog (keywords only when it cannot be read in time),
+        with the columns of the tables the statement around the cursor names."""
+        try:
+            key, _ = self._session_of(name)
+        except Exception:  # no such session, or none bound: keywords only
+            return SqlCatalog()
+        cached = self._cached.setdefault(key, _Cached())
+        statement = (statement_before_cursor(before) or "") + " " + after.split(";", 1)[0]
+        wanted = list(dict.fromkeys(tables_named(statement).values()))[:MAX_TABLES_READ]
+        missing = [t for t in wanted if _key(t) not in cached.columns]
+        if not cached.fresh and cached.reading is None:
+            cached.reading = self._pool.submit(self._refresh, key, cached)
+        job = cached.reading
+        if missing:
+            job = self._pool.submit(self._read_columns, key, cached, missing)
+        if job is not None and not job.done():
+            try:
+                job.result(timeout=READ_BUDGET_S if cached.read_once else FIRST_READ_BUDGET_S)
+            except concurrent.futures.TimeoutError:
+                log.debug("session %r's catalog not read in time", key)
+            except Exception:
+                log.debug("session %r's catalog could not be read", key, exc_info=True)
+        return replace(cached.catalog, columns=dict(cached.columns))
+
+    # -- on the reading thread ----------------------------------------------------------
+
+    def _refresh(self, key: str, cached: _Cached) -> None:
+        try:
+            _, session = self._session_of(key)
+            if not cached.built_in:
+                cached.built_in = session_catalog.built_in_functions(session)
+            cached.catalog = SqlCatalog(
+                tables=session_catalog.tables(session),
+                databases=session_catalog.databases(session),
+                functions=cached.built_in + session_catalog.user_functions(session),
+            )
+            cached.fresh = cached.read_once = True
+        except Exception:  # stopped, lost, gone: nothing of it is offered any more
+            cached.catalog, cached.columns = SqlCatalog(), {}
+            raise
+        finally:
+            cached.reading = None
+
+    def _read_columns(self, key: str, cached: _Cached, tables: list[str]) -> None:
+        _, session = self._session_of(key)
+        for table in tables:
+            if _key(table) in cached.columns:
+                continue
+            try:
+                cached.columns[_key(table)] = tuple(
+                    c[0] for c in session_catalog.columns(session, table)
+                )
+            except Exception:  # not a table (yet): nothing to offer
+                cached.columns[_key(table)] = ()
+
+
+def _key(table: str) -> str:
+    return table.split(".")[-1].strip("`").lower()
+
+
+_INSTALLED: dict[int, SqlCompleter] = {}
+
+
+def install(ip: Any, registry: Any) -> None:
+    """Add the matcher to ``ip``'s completer; catalogs read again after each cell."""
+    if id(ip) in _INSTALLED:
+        return
+
+    def session_of(name: str | None) -> tuple[str, Any]:
+        if name is not None:
+            return name, registry.session(name)
+        bound = ip.user_ns.get("spark")
+        managed = registry.find(bound)
+        if managed is not None:
+            return str(managed.name), managed.session
+        if bound is not None and hasattr(bound, "sql"):
+            return "spark", bound  # the user's own session, as %%spark_sql runs it
+        raise LookupError("no session bound to `spark`")
+
+    completer = SqlCompleter(session_of, lambda: list(ip.user_ns), registry.names)
+    ip.Completer.custom_matchers.append(completer.match)
+    ip.events.register("post_run_cell", completer.cell_ran)
+    _INSTALLED[id(ip)] = completer
+
+
+def uninstall(ip: Any) -> None:
+    completer = _INSTALLED.pop(id(ip), None)
+    if completer is not None:
+        ip.Completer.custom_matchers.remove(completer.match)
+        ip.events.unregister("post_run_cell", completer.cell_ran)
