@@ -557,7 +557,33 @@ Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_
 """
 
 
+def _diagnosis_corpus(r: dict[str, Any]) -> str:
+    rows = "\n".join(
+        f"| {name} | {case['planted'] or 'healthy'} | "
+        + (f"{case['hits']} of {case['runs']}" if case["planted"] else "")
+        + f" | {case['with_false_alarm']} of {case['runs']} |"
+        for name, case in r["by_case"].items()
+    )
+    return f"""## The diagnosis on planted cases (`benchmarks/diagnosis_corpus.py`)
+
+Each case is one cell on `{r["master"]}` (two executor processes of one slot each),
+judged by its saved summary's findings; the corpus ran {r["rounds"]} times. A hit: the
+planted kind's line, naming one of the cell's stages and its line of code. A false
+alarm: any line on a healthy job, or a line of another kind on a planted one.
+
+| case | planted | hits | runs with a false alarm |
+|---|---|---|---|
+{rows}
+
+Planted: {r["hits"]} hits of {r["planted"]}; healthy: {r["false_alarms_on_healthy"]} of
+{r["healthy"]} with a line; planted with a line of another kind: {r["other_lines_on_planted"]}.
+Targets (every plant found, no false alarm) met: **{"yes" if r["meets_targets"] else "NO"}**
+(measured {r["measured_at"]}).
+"""
+
+
 RENDERERS = {
+    "diagnosis_corpus": _diagnosis_corpus,
     "many_stages": _many_stages,
     "session_env": _session_env,
     "board_overhead": board_overhead_render.render,

@@ -36,7 +36,14 @@ ACTIVE = {
         "11": {"taskId": 11, "status": "RUNNING", "executorId": "0"},
         "12": {"taskId": 12, "status": "RUNNING", "executorId": "1"},
         "13": {"taskId": 13, "status": "RUNNING", "executorId": "1"},
-        "7": {"taskId": 7, "status": "FAILED", "errorMessage": "Boom: no\n\tat x"},
+        "7": {
+            "taskId": 7,
+            "status": "FAILED",
+            "errorMessage": "org.apache.spark.api.python.PythonException: [PYTHON_EXCEPTION] "
+            "An exception was thrown from the Python worker: Traceback (most recent call "
+            'last):\n  File "<cell>", line 3, in f\nRuntimeError: planted failure\n\n'
+            "\tat org.apache.spark.api.python.BasePythonRunner",
+        },
     },
     "executorSummary": {
         "0": {"taskTime": 3000, "succeededTasks": 5, "failedTasks": 1, "killedTasks": 0},
@@ -52,7 +59,7 @@ def test_a_rest_stage_reads_as_the_listeners_figures() -> None:
     assert (stage.id, stage.attempt, stage.status) == (3, 0, "active")
     assert stage.name == "", "the server's plan text is no name: its operation's call site is"
     assert (stage.tasks.total, stage.tasks.active, stage.tasks.completed) == (16, 2, 9)
-    assert stage.tasks.failed == 1 and stage.first_task_failure == "Boom: no"
+    assert stage.tasks.failed == 1 and stage.first_task_failure == "RuntimeError: planted failure"
     assert stage.submitted_at == epoch_ms("2026-12-06T09:04:38.929GMT") / 1000
     assert (stage.input_bytes, stage.shuffle_read_bytes, stage.shuffle_write_bytes) == (10, 20, 30)
     assert (stage.memory_spilled_bytes, stage.disk_spilled_bytes) == (40, 50)

@@ -148,7 +148,8 @@ public final class StageFigures extends SparkListener {
         } else {
             stage.failed++;
             if (stage.firstTaskFailure == null && event.reason() instanceof TaskFailedReason why) {
-                stage.firstTaskFailure = firstLine(why.toErrorString());
+                // Whole (bounded): a Python exception's own line is near its end.
+                stage.firstTaskFailure = bounded(why.toErrorString());
             }
         }
         long duration = task.duration();
@@ -174,9 +175,10 @@ public final class StageFigures extends SparkListener {
         }
     }
 
-    private static String firstLine(String text) {
-        String line = text == null ? "" : text.strip().lines().findFirst().orElse("");
-        return line.length() > 300 ? line.substring(0, 300) : line;
+    /** At most the first 4,000 characters of a failure's text (the board reads its line). */
+    private static String bounded(String text) {
+        String whole = text == null ? "" : text.strip();
+        return whole.length() > 4000 ? whole.substring(0, 4000) : whole;
     }
 
     private static long[] executor(Stage stage, String id) {
@@ -265,7 +267,7 @@ public final class StageFigures extends SparkListener {
             node.put("completionTime", stage.completed);
         }
         if (stage.failure != null) {
-            node.put("failureReason", firstLine(stage.failure));
+            node.put("failureReason", bounded(stage.failure));
         }
         if (stage.firstTaskFailure != null) {
             node.put("firstTaskFailure", stage.firstTaskFailure);

@@ -104,14 +104,12 @@ def figures_of(
         if ms is not None:
             data[field] = ms
     if stage.get("failureReason"):
-        data["failureReason"] = str(stage["failureReason"]).strip().splitlines()[0]
+        data["failureReason"] = str(stage["failureReason"]).strip()[:4000]
     tasks = dict(stage.get("tasks") or {}).values()
     failed_tasks = [t for t in tasks if t.get("status") == "FAILED"]
     if failed_tasks:
         first = min(failed_tasks, key=lambda t: int(t.get("taskId", 0)))
-        lines = str(first.get("errorMessage", "")).strip().splitlines()
-        if lines:
-            data["firstTaskFailure"] = lines[0]
+        data["firstTaskFailure"] = str(first.get("errorMessage", "")).strip()[:4000]
     durations = dict(summary or {}).get("duration")
     if durations:
         quantiles = dict(zip(QUANTILES, (float(v) for v in durations), strict=False))

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends.spark_error_reading import names_a_cancel
+from ..backends.spark_error_reading import failure_line, names_a_cancel
 from .snapshot import TaskCounts
 
 #: A stage's status in the views' words (a stage a job's cancel ended is "cancelled",
@@ -78,8 +78,8 @@ def parse_stage_figures(data: Mapping[str, Any]) -> StageFigures:
         for eid, row in sorted(dict(data.get("executors", {})).items())
     )
     status = str(data.get("status", "ACTIVE")).lower()
-    failure = str(data.get("failureReason", ""))
-    if status == FAILED and names_a_cancel(failure):
+    reason = str(data.get("failureReason", ""))
+    if status == FAILED and names_a_cancel(reason):
         status = CANCELLED
     return StageFigures(
         id=int(data["stageId"]),
@@ -107,6 +107,7 @@ def parse_stage_figures(data: Mapping[str, Any]) -> StageFigures:
         slowest_executor=str(data.get("slowestExecutor", "")),
         slow_tasks=int(data.get("slowTasks", 0)),
         executors=executors,
-        failure=failure,
-        first_task_failure=str(data.get("firstTaskFailure", "")),
+        # Their line: a Python exception's own (``RuntimeError: ...``), else Spark's first.
+        failure=failure_line(reason),
+        first_task_failure=failure_line(str(data.get("firstTaskFailure", ""))),
     )
