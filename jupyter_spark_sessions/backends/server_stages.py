@@ -43,6 +43,11 @@ EXECUTORS_SECONDS = 5.0
 TIMEOUT_SECONDS = 2.0
 #: Stage figures kept (the latest read), as the classic feed keeps.
 MAX_STAGES = 2000
+#: Ended stages asked one by one per read at most (for their final figures): an
+#: operation of thousands of stages costs a bounded number of requests a second.
+MAX_SINGLE_READS = 20
+#: An ended stage is asked this many times at most (one that never ran stays pending).
+MAX_TRIES = 3
 
 _ENDED = ("COMPLETE", "FAILED", "SKIPPED")
 
@@ -155,24 +160,28 @@ class ServerStageReader:
         self._stages: dict[int, tuple[dict[str, Any], float, bool]] = {}
         self._figures: dict[int, dict[str, Any]] = {}
         self._slots: dict[str, int] = {}
-        #: Stages asked about at least once (a pending one is asked again only with the
-        #: others, at most once per READ_SECONDS).
+        #: Running stages read at least once (a new one makes a read urgent).
         self._asked: set[int] = set()
+        #: How many times each ended stage was asked for its final figures.
+        self._tries: dict[int, int] = {}
 
     def refresh(self, running: Iterable[int], ended: Iterable[int] = ()) -> None:
-        # The stages of ended operations are read at once (a cell's summary waits for
-        # them); the running ones' at most every READ_SECONDS, unless new.
-        wanted = {s for s in (*running, *ended) if not self._final(s)}
+        # Stages that ended are read once, at once (a cell's summary waits for them):
+        # a few tries each; the others from the active list, at most every READ_SECONDS
+        # unless one is new.
+        ended_ids = {s for s in ended if not self._final(s)}
+        running_ids = {s for s in running if not self._final(s)} - ended_ids
         now = time.monotonic()
-        urgent = not wanted <= self._asked or any(not self._final(s) for s in ended)
-        if not wanted or (now - self._read_at < READ_SECONDS and not urgent):
+        urgent = bool(ended_ids) or not running_ids <= self._asked
+        if not (running_ids or ended_ids) or (now - self._read_at < READ_SECONDS and not urgent):
             return
         self._read_at = now
         if len(self._asked) > 4 * MAX_STAGES:
             self._asked.clear()
-        self._asked |= wanted
+            self._tries.clear()
+        self._asked |= running_ids
         try:
-            self._read(wanted, now)
+            self._read(running_ids, ended_ids, now)
         except (OSError, http.client.HTTPException, ValueError, KeyError, IndexError) as exc:
             log.debug("reading the Connect server's stages failed: %s", exc)
             self._close()  # the next read opens a new connection
@@ -185,9 +194,9 @@ class ServerStageReader:
 
     def _final(self, stage_id: int) -> bool:
         known = self._stages.get(stage_id)
-        return known is not None and known[2]
+        return (known is not None and known[2]) or self._tries.get(stage_id, 0) >= MAX_TRIES
 
-    def _read(self, wanted: set[int], now: float) -> None:
+    def _read(self, running: set[int], ended: set[int], now: float) -> None:
         if not self._app:
             self._app = str(self._get("")[0]["id"])
         if now - self._executors_at >= EXECUTORS_SECONDS or not self._slots:
@@ -198,20 +207,21 @@ class ServerStageReader:
                 for e in executors
                 if int(e.get("totalCores", 0)) > 0
             }
-        active = {
-            int(s["stageId"]): s
-            for s in self._get(f"/{self._app}/stages?status=active&details=true&taskStatus=RUNNING")
-        }
-        for stage_id in sorted(wanted):
-            stage = active.get(stage_id)
-            before = self._stages.get(stage_id)
-            asked_at = before[1] if before is not None else float("-inf")
-            if stage is not None:
+        if running:
+            path = f"/{self._app}/stages?status=active&details=true&taskStatus=RUNNING"
+            for stage in self._get(path):
+                stage_id = int(stage["stageId"])
+                if stage_id not in running:
+                    continue  # another session's
+                before = self._stages.get(stage_id)
+                asked_at = before[1] if before is not None else float("-inf")
                 due = now - asked_at >= SUMMARY_SECONDS
                 summary = self._summary(stage) if due else None
                 self._keep(stage, summary, now if due else asked_at, False, before)
-                continue
-            # Not active: ended (read once, with its quantiles and failed tasks), or pending.
+        for stage_id in sorted(ended)[:MAX_SINGLE_READS]:
+            # Read once, with its quantiles and failed tasks (a few tries: the server's
+            # status store may not have its end yet, or it never ran).
+            self._tries[stage_id] = self._tries.get(stage_id, 0) + 1
             attempts = self._get(
                 f"/{self._app}/stages/{stage_id}?details=true&taskStatus=FAILED"
                 f"&withSummaries=true&quantiles={','.join(map(str, QUANTILES))}"

@@ -139,7 +139,8 @@ def _row(job: int, stage: StageFigures, now: float) -> StageRow:
         status=stage.status,
         total=stage.tasks.total,
         done=stage.tasks.completed,
-        active=stage.tasks.active,
+        # A stage that ended runs nothing, whatever task Spark is still killing.
+        active=stage.tasks.active if stage.running else 0,
         failed=stage.tasks.failed,
         killed=stage.tasks.killed,
         elapsed=round(stage.elapsed(now), 1),

@@ -103,6 +103,9 @@ class JobBoard:
         self._groups: dict[str, GroupRecord] = {}
         self._jobs: dict[int, JobView] = {}
         self._operations: dict[str, JobView] = {}  # Spark Connect operations by id
+        #: Each Connect operation's stages the client reported done (its view keeps only
+        #: its busiest running ones): which of them to read to their end.
+        self._done_stages: dict[str, frozenset[int]] = {}
         self._operation_numbers = itertools.count(1)  # shown as a Connect job id
         self._retired_numbers = itertools.count(1)  # keys of a replaced context's jobs
         self._snapshot = BoardSnapshot(seq=0, updated_at=time.time())
@@ -231,6 +234,8 @@ class JobBoard:
             previous = self._operations.get(operation_id)
             if previous is None:
                 group.operation_ids.append(operation_id)
+            done = frozenset(stage for stage, _, _, ended in report.stages if ended)
+            self._done_stages[operation_id] = done
             self._operations[operation_id] = operation_view(
                 report,
                 previous.id if previous else next(self._operation_numbers),
@@ -436,8 +441,9 @@ class JobBoard:
     def operation_stage_ids(
         self, session: str, ended_within: float = 30.0
     ) -> tuple[set[int], set[int]]:
-        """The stages of session ``session``'s running operations (Connect), and of
-        those that ended within ``ended_within`` seconds: the ones worth a read."""
+        """The stages of session ``session``'s Connect operations worth a read: those
+        running (or not started), and those that ended (the client said so, or their
+        operation ended within ``ended_within`` seconds)."""
         since = time.time() - ended_within
         running: set[int] = set()
         ended: set[int] = set()
@@ -448,7 +454,9 @@ class JobBoard:
                 for key in group.operation_ids:
                     operation = self._operations[key]
                     if operation.running:
-                        running.update(operation.stage_ids)
+                        done = self._done_stages.get(key, frozenset())
+                        running.update(s for s in operation.stage_ids if s not in done)
+                        ended.update(done)
                     elif (operation.completed_at or 0) >= since:
                         ended.update(operation.stage_ids)
         return running, ended
@@ -588,6 +596,7 @@ class JobBoard:
                 self._jobs.pop(job_id, None)
             for operation_id in group.operation_ids:
                 self._operations.pop(operation_id, None)
+                self._done_stages.pop(operation_id, None)
         # Cells that ran no Spark job leave no group behind.
         running_cells = {n for n, c in self._cells.items() if c.running}
         for gid in [

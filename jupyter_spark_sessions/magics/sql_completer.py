@@ -4,12 +4,12 @@ frontend gets them with nothing installed in the browser. A matcher of IPython's
 completer (API v2, ``IPCompleter.custom_matchers``) that answers only inside a SQL cell
 (suppressing Python's completions there) and leaves every other cell to IPython.
 
-Each session's catalog is kept (``CatalogCache``) and read again, at the next Tab,
-after any cell ran (a cell may create a table or a temp view, in SQL or in Python).
-A read is Spark metadata only (``backends/session_catalog``: never a job) and is given
-``READ_BUDGET_S``: a session that does not answer in time gets what was read before (one
-never read before is waited for longer, once); one that is gone, stopped or lost gets
-keywords alone; never an error in the editor.
+Each session's catalog is kept (``SqlCompleter``) and read again at the first Tab after
+any cell ran (a cell may create a table or a temp view, in SQL or in Python). A read is
+Spark metadata only (``backends/session_catalog``: never a job), made on a thread of its
+own; a Tab waits for it ``READ_BUDGET_S`` at most, then answers with what was read before
+(the next Tab has the new read; a session never read before is waited for longer, once);
+one that is gone, stopped or lost gets keywords alone; never an error in the editor.
 """
 
 from __future__ import annotations
@@ -55,9 +55,8 @@ def sql_at_cursor(
     full_text: str, line: int, column: int, session_names: Collection[str] = ()
 ) -> tuple[str | None, str, str] | None:
     """(the session named, or None for `spark`'s; the SQL before the cursor; after it)
-    when the
-    cursor is in a ``%%spark_sql`` cell's body or after a ``%spark_sql`` line's magic
-    and options (whose first word names a session when it is one of
+    when the cursor is in a ``%%spark_sql`` cell's body or after a ``%spark_sql`` line's
+    magic and options (whose first word names a session when it is one of
     ``session_names``, as the magic reads it); None elsewhere."""
     lines = full_text.split("\n")
     cell = _CELL_MAGIC.match(lines[0]) if lines else None
@@ -108,15 +107,11 @@ class SqlCompleter:
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jss-sql-catalog")
 
     def cell_ran(self, *_: object) -> None:
-        """Any cell may have changed a catalog: read each one used so far again now, in
-        the background, so that the next Tab finds it read."""
-        for key, cached in self._cached.items():
+        """Any cell may have changed a catalog: each is read again at its next Tab (not
+        now: most cells are not followed by a Tab in SQL, and a read costs Spark work)."""
+        for cached in self._cached.values():
             cached.fresh = False
             cached.columns.clear()
-            cached.reading = self._pool.submit(self._refresh, key, cached)
-
-    def forget(self, name: str) -> None:
-        self._cached.pop(name, None)
 
     def match(self, context: Any) -> dict[str, Any]:
         """IPython's matcher (API v2: a ``CompletionContext`` in, a result dict out)."""
@@ -154,6 +149,9 @@ class SqlCompleter:
             key, _ = self._session_of(name)
         except Exception:  # no such session, or none bound: keywords only
             return SqlCatalog()
+        known = set(self._session_names()) | {"spark"}
+        for gone in [k for k in self._cached if k not in known]:
+            del self._cached[gone]  # stopped: a new session of that name starts afresh
         cached = self._cached.setdefault(key, _Cached())
         statement = (statement_before_cursor(before) or "") + " " + after.split(";", 1)[0]
         wanted = list(dict.fromkeys(tables_named(statement).values()))[:MAX_TABLES_READ]
