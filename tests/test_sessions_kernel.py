@@ -5,6 +5,7 @@ One kernel, hence one SparkContext (local[2]), is shared by the whole module.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -237,19 +238,21 @@ def test_an_interrupt_stops_a_package_build_at_once_and_leaves_nothing(
         f"os.environ['UV_INDEX_URL'] = os.environ['UV_DEFAULT_INDEX'] = {url!r}"
     )
     before = registry_state(sessions)
+    # A name of this run's own: the other test runs of `make test` run this test beside it.
+    package = f"jss-slow-pkg-{os.getpid()}"
     try:
-        building = sessions.client.execute("%spark_session create pbuild --pip jss-slow-pkg==1.0")
+        building = sessions.client.execute(f"%spark_session create pbuild --pip {package}==1.0")
         assert asked.wait(60), "uv never asked the index"
         assert sessions.manager is not None
         sessions.manager.interrupt_kernel()
         result = sessions.collect(building, timeout=30)
         assert result.usage_error == (
-            "Interrupted: the Python environment for jss-slow-pkg==1.0 was not built; "
+            f"Interrupted: the Python environment for {package}==1.0 was not built; "
             "nothing was made or changed."
         ), (result.error_name, result.error_value, result.stderr)
         assert registry_state(sessions) == before
         assert not [p.name for p in envs.iterdir()], "no entry, no half-built folder"
-        uv_left = subprocess.run(["pgrep", "-f", "jss-slow-pkg"], capture_output=True)
+        uv_left = subprocess.run(["pgrep", "-f", package], capture_output=True)
         assert uv_left.returncode == 1, uv_left.stdout
     finally:
         sessions.ok(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .lab import LabServer
@@ -53,18 +54,27 @@ def open_notebook(
     path = f"lab/tree/{name}" if app == "lab" else f"notebooks/{name}"
     page.goto(f"{server.url}/{path}?token={server.token}")
     page.locator(f"{SHOWN} .jp-Notebook").wait_for(timeout=60_000)
-    # JupyterLab may ask which kernel to start: the notebook's own (python3).
+    wait_for_kernel_idle(page)
+
+
+def wait_for_kernel_idle(page: Any, timeout_s: float = 120) -> None:
+    """Wait for the notebook's kernel to be idle (its toolbar status), choosing the
+    notebook's own kernel (python3) if JupyterLab asks which one to start. The question
+    can come late (behind a gateway, on a loaded machine, the kernel specs are read from
+    the gateway first): both are watched for the whole wait, not the dialog first."""
     select = page.locator(".jp-Dialog button", has_text="Select")
-    try:
-        select.wait_for(timeout=5_000)
-        select.click()
-    except Exception:  # no dialog: the kernel started by itself
-        pass
-    # The kernel is ready when the toolbar's status says idle.
-    # (120 s: behind a gateway, a kernel's start waited over 60 s twice on a loaded machine.)
-    page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
-        timeout=120_000
-    )
+    idle = page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator[data-status='idle']")
+    deadline = time.monotonic() + timeout_s
+    while not idle.is_visible():
+        if select.is_visible():
+            select.click()
+        if time.monotonic() > deadline:
+            status = page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator").first
+            raise AssertionError(
+                f"the kernel was not idle after {timeout_s:.0f} s "
+                f"(status {status.get_attribute('data-status')!r})"
+            )
+        page.wait_for_timeout(250)
 
 
 def run_all(page: Any) -> None:
