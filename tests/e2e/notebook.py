@@ -53,15 +53,28 @@ def open_notebook(
     server.write_notebook(name, cells)
     path = f"lab/tree/{name}" if app == "lab" else f"notebooks/{name}"
     page.goto(f"{server.url}/{path}?token={server.token}")
+    if app == "lab":  # its tab is the current one (the one shown before may still show)
+        current = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")
+        current.filter(has_text=name).wait_for(timeout=60_000)
+        deadline = time.monotonic() + 30
+        while page.locator(SHOWN).count() != 1 and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
     page.locator(f"{SHOWN} .jp-Notebook").wait_for(timeout=60_000)
+    # JupyterLab asks which kernel to start (a fresh JupyterLab does, within a second or
+    # two): the notebook's own (python3).
+    select = page.locator(".jp-Dialog button", has_text="Select")
+    try:
+        select.wait_for(timeout=5_000)
+        select.click()
+    except Exception:  # no question: the kernel started by itself
+        pass
     wait_for_kernel_idle(page)
 
 
 def wait_for_kernel_idle(page: Any, timeout_s: float = 120) -> None:
     """Wait for the notebook's kernel to be idle (its toolbar status), choosing the
-    notebook's own kernel (python3) if JupyterLab asks which one to start. The question
-    can come late (behind a gateway, on a loaded machine, the kernel specs are read from
-    the gateway first): both are watched for the whole wait, not the dialog first."""
+    notebook's own kernel (python3) if JupyterLab asks which one to start: the question
+    can come late (behind a gateway on a loaded machine it came after 5 s)."""
     select = page.locator(".jp-Dialog button", has_text="Select")
     idle = page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator[data-status='idle']")
     deadline = time.monotonic() + timeout_s
