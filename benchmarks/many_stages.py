@@ -61,6 +61,44 @@ def job_code(stages: int) -> str:
     ).replace("STAGES", str(stages))
 
 
+#: The size of what the job board holds, walked from the board object through the
+#: objects it reaches: containers, scalars and this project's own objects (a thread,
+#: a function, a py4j proxy or a module ends the walk: they are not the board's data).
+BOARD_SIZE_CODE = """
+def _jss_board_size():
+    import gc, sys, types
+    from jupyter_spark_sessions.app import default_app
+    gc.collect()
+    data = (dict, list, tuple, set, frozenset, str, bytes, int, float, bool, type(None))
+    def ours(obj):
+        kind = type(obj)
+        return kind in data or kind.__module__.startswith("jupyter_spark_sessions")
+    board = default_app().board
+    seen, stack, total, groups = {id(board)}, [board], 0, 0
+    while stack:
+        obj = stack.pop()
+        total += sys.getsizeof(obj)
+        groups += type(obj).__name__ == "GroupRecord"
+        for ref in gc.get_referents(obj):
+            if id(ref) not in seen and (ours(ref) or type(ref) is types.SimpleNamespace):
+                seen.add(id(ref))
+                stack.append(ref)
+    return total, groups
+print(*_jss_board_size())
+"""
+#: The most a later job may add to the board, against what it held after the first.
+BOARD_GROWTH_PER_JOB = 0.05
+#: How long the board is watched after a group ended, to see that it holds no more.
+IDLE_S = 20.0
+
+
+def board_size(kernel: BenchKernel) -> tuple[float, int]:
+    """What the sessions kernel's board holds now (KB) and how many groups."""
+    window = kernel.ok(BOARD_SIZE_CODE)
+    size, groups = window.stdout.split()
+    return int(size) / 1024, int(groups)
+
+
 def measure(kernel: BenchKernel, stages: int, round_number: int) -> dict[str, Any]:
     settle = kernel.run("pass")
     kernel.wait_quiet(settle, 2.0, 60.0)
@@ -84,6 +122,10 @@ def measure(kernel: BenchKernel, stages: int, round_number: int) -> dict[str, An
         "drained": drained,
         "kernel_rss_mb": psutil.Process(kernel.pid).memory_info().rss / 2**20,
     }
+    if kernel.name == "sessions":  # the board right after the group ended, and later
+        record["board_kb"], record["board_groups"] = board_size(kernel)
+        time.sleep(IDLE_S)
+        record["board_kb_idle"], _ = board_size(kernel)
     print(json.dumps(record), flush=True)
     return record
 
@@ -101,13 +143,14 @@ def main() -> None:
     env = kernel_env(str(scratch / "ipython"))
     kernels: dict[str, BenchKernel] = {}
     runs: list[dict[str, Any]] = []
-    rss_before = 0.0
+    rss_before = board_before = 0.0
     try:
         for name in ("none", "sessions"):
             kernels[name] = start_kernel(name, env)
         for kernel in kernels.values():  # warm-up: JIT, Python workers
             kernel.ok(job_code(20))
         rss_before = psutil.Process(kernels["sessions"].pid).memory_info().rss / 2**20
+        board_before, _ = board_size(kernels["sessions"])
         for round_number in range(1, args.rounds + 1):
             order = ["none", "sessions"] if round_number % 2 else ["sessions", "none"]
             for name in order:
@@ -142,12 +185,27 @@ def main() -> None:
         "output_limit": OUTPUT_LIMIT,
         "kernel_rss_mb_before": rss_before,
         "kernel_rss_mb_after": [r["kernel_rss_mb"] for r in ours],
+        "board_kb_before": board_before,
+        "board_kb_after": [r["board_kb"] for r in ours],
+        "board_kb_idle": [r["board_kb_idle"] for r in ours],
+        "idle_s": IDLE_S,
         "errors": [r["error"] for r in runs if r["error"]],
         "measured_at": time.strftime("%Y-%m-%d"),
         "runs": runs,
     }
+    after, idle = summary["board_kb_after"], summary["board_kb_idle"]
+    # Flat: nothing grows while the kernel is idle after a group ended, and each later
+    # job adds no more than what the board keeps of an ended group (its jobs, their
+    # stage ids: BOARD_GROWTH_PER_JOB of the first job's figure at most) until
+    # `retained_groups` are kept.
+    growth = (after[-1] - after[0]) / max(1, len(after) - 1)
+    summary["board_kb_growth_per_job"] = growth
+    summary["board_flat"] = growth <= after[0] * BOARD_GROWTH_PER_JOB and all(
+        i <= a * 1.01 for a, i in zip(after, idle, strict=True)
+    )
     summary["meets_targets"] = (
-        not summary["errors"]
+        summary["board_flat"]
+        and not summary["errors"]
         and summary["msgs_per_s_max"] <= RATE_LIMIT
         and summary["largest_cell_view_bytes"] < OUTPUT_LIMIT
     )

@@ -68,13 +68,13 @@ def describe_cell(source: str | None) -> CellCode:
         shift = start + 1
         return CellCode(
             kept,
-            body.first_line or _shorten(lines[start]),
+            body.first_line or shorten(lines[start]),
             tuple((first + shift, last + shift) for first, last in body.statements),
         )
     # From the first meaningful line: IPython's transforms drop leading blank lines.
     tree = _parse("\n".join(lines[start:]))
     number = _first_doing_statement(tree) if tree is not None else _first_doing_line(lines[start:])
-    first = _shorten(lines[start + number - 1] if number is not None else lines[start])
+    first = shorten(lines[start + number - 1] if number is not None else lines[start])
     return CellCode(kept, first, _statement_spans(tree, start) if tree is not None else ())
 
 
@@ -92,6 +92,9 @@ def job_line(code: CellCode, job_name: str, execution_count: int) -> str:
     match = _CELL_CALL_SITE.search(job_name)
     if match is None or int(match[1]) != execution_count:
         return ""
+    called = job_name[: match.start()]
+    if not called.isidentifier():  # named by what it ran (a SQL cell's statement)
+        return shorten(called)
     number = int(match[2])
     if not 1 <= number <= len(code.lines):
         return ""
@@ -101,7 +104,7 @@ def job_line(code: CellCode, job_name: str, execution_count: int) -> str:
         text = f"{text} {line.strip()}" if text else line.strip()
         if len(text) > MAX_LENGTH:
             break
-    return _shorten(text)
+    return shorten(text)
 
 
 def _innermost_span(spans: Sequence[tuple[int, int]], number: int) -> tuple[int, int]:
@@ -192,7 +195,8 @@ def _first_doing_line(lines: Sequence[str]) -> int | None:
     return None
 
 
-def _shorten(line: str) -> str:
+def shorten(line: str) -> str:
+    """``line`` stripped, cut at ``MAX_LENGTH`` characters (an ellipsis says so)."""
     line = line.strip()
     return line if len(line) <= MAX_LENGTH else line[: MAX_LENGTH - 1] + "…"
 

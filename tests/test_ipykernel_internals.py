@@ -3,6 +3,7 @@ installed ipykernel: an upgrade that changes one fails here, naming it."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 import ipykernel
@@ -101,3 +102,33 @@ def test_a_display_can_be_sent_for_a_cell_from_another_thread() -> None:
     assert "channel" in inspect.signature(Kernel.get_parent).parameters
     publish = inspect.getsource(ZMQDisplayPublisher.publish)
     assert "self.session.send(" in publish and "self.pub_socket" in publish, publish
+
+
+def test_inspect_requests_reach_do_inspect_and_ours_answers_first() -> None:
+    # Kernel.inspect_request calls self.do_inspect(code, cursor_pos, detail_level,
+    # omit_sections) and awaits what it returns: the wrapper keeps that form.
+    source = inspect.getsource(Kernel.inspect_request)
+    assert "self.do_inspect(" in source and "inspect.isawaitable(reply_content)" in source
+    from ipykernel.ipkernel import IPythonKernel
+
+    params = list(inspect.signature(IPythonKernel.do_inspect).parameters)
+    assert params == ["self", "code", "cursor_pos", "detail_level", "omit_sections"], params
+
+    class FakeKernel:
+        def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit=()) -> dict:
+            return {"status": "ok", "found": True, "data": {"text/plain": "python"}}
+
+    kernel = FakeKernel()
+
+    def ours(code: str, cursor_pos: int, detail_level: int) -> dict | None:
+        return (
+            {"status": "ok", "found": True, "data": {"text/plain": "sql"}}
+            if "SQL" in code
+            else None
+        )
+
+    restore = ipykernel_internals.answer_inspect_requests_first(kernel, ours)
+    assert asyncio.run(kernel.do_inspect("SQL", 1))["data"] == {"text/plain": "sql"}
+    assert asyncio.run(kernel.do_inspect("len", 1, 0, ()))["data"] == {"text/plain": "python"}
+    restore()
+    assert kernel.do_inspect("SQL", 1)["data"] == {"text/plain": "python"}

@@ -5,6 +5,7 @@ magics/sql_completer.sql_at_cursor); the kernel test reads real sessions' catalo
 from __future__ import annotations
 
 from jupyter_spark_sessions.magics.sql_completer import sql_at_cursor
+from jupyter_spark_sessions.sql import inspection
 from jupyter_spark_sessions.sql.completion import SqlCatalog, complete, tables_named
 
 CATALOG = SqlCatalog(
@@ -77,3 +78,42 @@ def test_the_sql_at_the_cursor_of_a_cell_and_of_a_line() -> None:
     assert sql_at_cursor(line, 1, 30, {"a"}) == (None, "b SELECT * FROM t", "")
     assert sql_at_cursor("%spark_sql -n 3 SELECT 1", 0, 24, {"SELECT"}) == ("SELECT", "1", "")
     assert sql_at_cursor("spark.sql('SELECT')", 0, 17) is None
+
+
+def test_the_name_shift_tab_describes() -> None:
+    target = inspection.target_at_cursor("SELECT * FROM db.sal", "es WHERE x")
+    assert target is not None and (target.name, target.called) == ("db.sales", False)
+    assert target.parts == ["db", "sales"]
+    called = inspection.target_at_cursor("SELECT upper", "(item) FROM items")
+    assert called is not None and (called.name, called.called) == ("upper", True)
+    # In a call's arguments: the call; in a string or a comment: nothing.
+    in_call = inspection.target_at_cursor("SELECT upper(item, ", ") FROM t")
+    assert in_call is not None and (in_call.name, in_call.called) == ("upper", True)
+    assert inspection.target_at_cursor("SELECT 'sales", "'") is None
+    assert inspection.target_at_cursor("SELECT 1 -- sales", "") is None
+    quoted = inspection.target_at_cursor("SELECT * FROM `my table`", "")
+    assert quoted is not None and quoted.parts == ["my table"]
+
+
+def test_a_column_through_the_alias_or_the_tables_named() -> None:
+    columns = {"sales": [("amount", "bigint", True)], "items": [("price", "double", False)]}
+    target = inspection.target_at_cursor("SELECT s.amo", "unt FROM sales s JOIN items")
+    assert target is not None
+    assert inspection.column_of(target, columns) == ("sales", ("amount", "bigint", True))
+    bare = inspection.target_at_cursor("SELECT price", " FROM sales s JOIN items")
+    assert bare is not None
+    assert inspection.column_of(bare, columns) == ("items", ("price", "double", False))
+    other = inspection.target_at_cursor("SELECT i.amount", " FROM sales s JOIN items i")
+    assert other is not None and inspection.column_of(other, columns) is None
+
+
+def test_a_schema_as_text_names_a_temp_views_session() -> None:
+    text = inspection.table_text(
+        "recent", [("id", "bigint", False), ("label", "string", True)], "a"
+    )
+    assert text.splitlines() == [
+        "recent: temporary view of session 'a', 2 columns",
+        "  id     bigint  not null",
+        "  label  string  nullable",
+    ]
+    assert inspection.table_text("db.t", [], None) == "db.t: table or view, 0 columns"

@@ -6,6 +6,7 @@ IPython does; a stopped session's cell gets keywords, never an error."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -43,6 +44,17 @@ def kernel(shared_kernel: SharedKernel) -> Kernel:
 def complete(kernel: Kernel, code: str, cursor: int | None = None) -> dict[str, Any]:
     """The ``complete_reply`` content for ``code`` with the cursor at ``cursor`` (its end)."""
     msg_id = kernel.client.complete(code, len(code) if cursor is None else cursor)
+    while True:
+        reply = kernel.client.get_shell_msg(timeout=30)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            content: dict[str, Any] = reply["content"]
+            assert content["status"] == "ok", content
+            return content
+
+
+def inspect(kernel: Kernel, code: str, cursor: int | None = None) -> dict[str, Any]:
+    """The ``inspect_reply`` content (Shift+Tab) for ``code`` with the cursor at ``cursor``."""
+    msg_id = kernel.client.inspect(code, len(code) if cursor is None else cursor)
     while True:
         reply = kernel.client.get_shell_msg(timeout=30)
         if reply["parent_header"].get("msg_id") == msg_id:
@@ -108,6 +120,16 @@ def test_a_python_cell_completes_as_plain_ipython(kernel: Kernel, tmp_path: Any)
         plain.ok("import os\nsales_total = 1")
         for code in ("os.path.jo", "sales_t", "FROM sa", "%spark_sq"):
             assert complete(kernel, code)["matches"] == complete(plain, code)["matches"], code
+        # Shift+Tab in a Python cell is IPython's too (but for the File: line, which
+        # names a path relative to each kernel's working directory).
+        def shown(reply: dict[str, Any]) -> list[str]:
+            text = reply["data"].get("text/plain", "")
+            return [line for line in text.splitlines() if "File:" not in line]
+
+        for code in ("os.path.join(", "sales_total", "FROM sa"):
+            ours, theirs = inspect(kernel, code), inspect(plain, code)
+            assert ours["found"] == theirs["found"], code
+            assert shown(ours) == shown(theirs) and (shown(ours) or code == "FROM sa"), code
     finally:
         plain.shutdown()
 
@@ -120,6 +142,37 @@ def test_a_stopped_session_gets_keywords_not_an_error(kernel: Kernel) -> None:
     reply = complete(kernel, "%%spark_sql nobody\nSELECT * FROM sa")
     assert reply["matches"] == ["sa"], reply
     assert complete(kernel, "%%spark_sql nobody\nSELECT * FROM ")["matches"] == [""]
+
+
+def test_shift_tab_shows_a_schema_its_session_a_column_and_a_functions_usage(
+    kernel: Kernel,
+) -> None:
+    view = inspect(kernel, "%%spark_sql a\nSELECT * FROM sales_a")
+    assert view["found"], view
+    text = view["data"]["text/plain"]
+    assert text.startswith("sales_a: temporary view of session 'a', 2 columns"), text
+    assert re.search(r"order_id\s+bigint\s+(not null|nullable)", text), text
+    assert "| amount | bigint |" in view["data"]["text/markdown"], view
+    # The cursor inside the name, and a column through the table's alias.
+    code = "%%spark_sql a\nSELECT s.amount FROM sales_a s"
+    inside = inspect(kernel, code, code.index("sales_a") + 3)
+    assert inside["data"]["text/plain"] == text, inside
+    column = inspect(kernel, code, code.index("amount") + 2)
+    assert column["data"]["text/plain"].startswith("amount: bigint"), column
+    # A function: Spark's DESCRIBE FUNCTION; the cursor in its call too.
+    usage = inspect(kernel, "%%spark_sql b\nSELECT upper(")["data"]["text/plain"]
+    assert "Usage: upper(str)" in usage, usage
+    # On Spark Connect; and b has no view of a's.
+    on_connect = inspect(kernel, "%%spark_sql c\nSELECT * FROM items_c")["data"]
+    assert "temporary view of session 'c'" in on_connect["text/plain"], on_connect
+    assert inspect(kernel, "%%spark_sql b\nSELECT * FROM sales_a") == {
+        "status": "ok",
+        "found": False,
+        "data": {},
+        "metadata": {},
+    }
+    # A stopped or unknown session: nothing found, never an error.
+    assert inspect(kernel, "%%spark_sql nobody\nSELECT upper(")["found"] is False
 
 
 @pytest.fixture

@@ -244,3 +244,24 @@ def test_interrupt_ends_a_long_sql_cell_while_bs_job_finishes(sql: Kernel) -> No
     b_result: Any = sql.collect(b_cell, timeout=120)
     assert b_result.status == "ok", (b_result.error_name, b_result.traceback)
     assert sql.value("sorted(b_out.v)") == [0, 1]
+
+
+@pytest.mark.parametrize("name", SESSIONS)
+def test_the_jobs_and_the_group_read_as_the_statement(sql: Kernel, name: str) -> None:
+    # Not "run_cell_magic at In [N] line 1": the statement, at its line of the cell.
+    result = sql.ok(
+        f"%%spark_sql {name} -n 1\n-- how many\nSELECT count(*) AS n\nFROM range(0, 100, 1, 4)"
+    )
+    group_id = f"{name}:{result.execution_count}"
+    group = wait_for_group(sql, lambda g: g["id"] == group_id and g["state"] == "succeeded")
+    statement = "SELECT count(*) AS n FROM range(0, 100, 1, 4)"
+    assert group["description"] == statement, group
+    names = {job["name"] for job in group["jobs"]}
+    assert names == {f"{statement} at In [{result.execution_count}] line 3"}, group["jobs"]
+    # The line form names its own line.
+    result = sql.ok(f"_x = 1\n%spark_sql {name} -n 1 SELECT count(*) FROM range(0, 10, 1, 2)")
+    group = wait_for_group(
+        sql, lambda g: g["id"] == f"{name}:{result.execution_count}" and g["state"] == "succeeded"
+    )
+    line = f"SELECT count(*) FROM range(0, 10, 1, 2) at In [{result.execution_count}] line 2"
+    assert {job["name"] for job in group["jobs"]} == {line}, group["jobs"]

@@ -18,9 +18,12 @@ import functools
 import importlib
 import logging
 import os
+import re
 import sys
 import sysconfig
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .. import job_descriptions
@@ -92,9 +95,48 @@ def install() -> bool:
     return True
 
 
+#: What this thread's Spark calls are named instead of their call site (``named``).
+_named = threading.local()
+_AT_LINE = re.compile(r" at (.*) line (\d+)$")
+
+
+@contextmanager
+def named(what: str, line_offset: int = 0) -> Iterator[None]:
+    """Name the jobs this thread starts inside ``what`` (a SQL statement) at the cell
+    line their call site names, ``line_offset`` lines further (a cell magic's body is
+    one call on the cell's first line): ``SELECT * FROM t at In [5] line 3``. On a
+    classic context the name is set for the whole block, as an outermost
+    ``SCCallSiteSync`` does (a command such as ``CREATE TABLE AS`` runs inside
+    ``session.sql``, which sets none)."""
+    from .driver import active_context
+
+    site = _call_site_here()
+    match = _AT_LINE.search(site or "")
+    if match is not None:
+        what = f"{what} at {match[1]} line {int(match[2]) + line_offset}"
+    previous, _named.site = getattr(_named, "site", None), what
+    sc = active_context() if _installed else None
+    depth = getattr(_depth, "value", 0)
+    if sc is not None and depth == 0:
+        set_call_site(sc, what)
+    _depth.value = depth + 1
+    try:
+        yield
+    finally:
+        _depth.value = depth
+        _named.site = previous
+        if sc is not None and depth == 0:
+            set_call_site(sc, None)
+
+
 def current_call_site(calling: str | None = None) -> str | None:
     """The call site of a Spark call made from this thread now (None: no user frame);
     ``calling``: the PySpark method about to be called, when it is not on the stack yet."""
+    site = getattr(_named, "site", None)
+    return site if site is not None else _call_site_here(calling)
+
+
+def _call_site_here(calling: str | None = None) -> str | None:
     frames: list[job_descriptions.Frame] = []
     frame = sys._getframe(1)  # cheaper than traceback.extract_stack: no source lines
     while frame is not None:

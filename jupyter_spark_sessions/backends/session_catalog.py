@@ -47,3 +47,10 @@ def columns(session: Any, table: str) -> tuple[tuple[str, str, bool], ...]:
     with unwatched():
         schema = session.table(table).schema
     return tuple((f.name, f.dataType.simpleString(), bool(f.nullable)) for f in schema.fields)
+
+
+def describe_function(session: Any, name: str) -> tuple[str, ...]:
+    """Spark's ``DESCRIBE FUNCTION`` lines for ``name`` (its class and usage): a command,
+    never a job. Raises Spark's error for a name that is not a function."""
+    quoted = ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
+    return tuple(str(row[0]) for row in _rows(session, f"DESCRIBE FUNCTION {quoted}"))

@@ -6,6 +6,7 @@ installed ipykernel so that an upgrade that changes one fails loudly.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -99,3 +100,33 @@ def publish_display(
     publisher.session.send(
         publisher.pub_socket, msg_type, content, parent=parent, ident=publisher.topic
     )
+
+
+Inspector = Callable[[str, int, int], "dict[str, Any] | None"]
+
+
+def answer_inspect_requests_first(kernel: Any, inspector: Inspector) -> Callable[[], None]:
+    """Let ``inspector(code, cursor_pos, detail_level)`` answer Jupyter's
+    ``inspect_request`` (Shift+Tab) with the reply's content; None leaves it to the
+    kernel's own ``do_inspect`` (IPython's). Returns what puts the kernel's back.
+
+    ``do_inspect`` is the method a kernel overrides to answer (ipykernel's wrapper-kernel
+    API); it is replaced on this kernel object only, keeping its awaitable form."""
+    original = kernel.do_inspect
+
+    async def do_inspect(
+        code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()
+    ) -> Any:
+        reply = inspector(code, cursor_pos, detail_level)
+        if reply is not None:
+            return reply
+        result = original(code, cursor_pos, detail_level, omit_sections)
+        return await result if inspect.isawaitable(result) else result
+
+    kernel.do_inspect = do_inspect
+
+    def restore() -> None:
+        if kernel.do_inspect is do_inspect:
+            kernel.do_inspect = original
+
+    return restore

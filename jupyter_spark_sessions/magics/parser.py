@@ -17,7 +17,7 @@ from IPython.utils.process import arg_split  # type: ignore[attr-defined]
 from ..errors import ConfError
 
 
-def _counting(minimum: int) -> Callable[[str], int]:
+def whole_number(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number from ``minimum`` up."""
 
     def parse(text: str) -> int:
@@ -32,6 +32,13 @@ def _counting(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def python_name(text: str) -> str:
+    """An argparse type: a Python variable name (the magics bind results to one)."""
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Python variable name")
+    return text
 
 
 def parse_conf_pairs(pairs: Sequence[str]) -> dict[str, str]:
@@ -288,7 +295,7 @@ def _package_options(sub: argparse.ArgumentParser, required: bool) -> None:
 def _share_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--weight",
-        type=_counting(1),
+        type=whole_number(1),
         metavar="N",
         help="Its share of the task slots against other sessions' (its scheduler pool's "
         "weight; default 1): with 3, it gets three times the slots of a session with 1 "
@@ -296,7 +303,7 @@ def _share_options(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument(
         "--min-share",
-        type=_counting(0),
+        type=whole_number(0),
         metavar="N",
         help="Task slots it gets first while it has work (its pool's minShare; default 0).",
     )

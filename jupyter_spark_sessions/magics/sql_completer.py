@@ -10,6 +10,11 @@ Spark metadata only (``backends/session_catalog``: never a job), made on a threa
 own; a Tab waits for it ``READ_BUDGET_S`` at most, then answers with what was read before
 (the next Tab has the new read; a session never read before is waited for longer, once);
 one that is gone, stopped or lost gets keywords alone; never an error in the editor.
+
+Shift+Tab (``inspect_request``) in such a cell shows the name at the cursor: a table's
+or view's schema (and a temp view's session), a function's ``DESCRIBE FUNCTION`` usage,
+a column's type (``sql/inspection``), read on the same thread, ``INSPECT_BUDGET_S`` at
+most; anything else, and every other cell, is IPython's.
 """
 
 from __future__ import annotations
@@ -21,9 +26,14 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from IPython.core.error import UsageError
+
 from ..backends import session_catalog
+from ..kernel import ipykernel_internals
+from ..sql import inspection
 from ..sql.completion import SqlCatalog, complete, tables_named
 from ..sql.statements import statement_before_cursor
+from .sql_magic import line_form_parts, parse_sql_cell
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +42,13 @@ log = logging.getLogger(__name__)
 READ_BUDGET_S = 0.05
 #: ... the first time (a session's first read warms Spark's catalog code: ~1 s).
 FIRST_READ_BUDGET_S = 3.0
+#: How long Shift+Tab waits for what it shows (a schema, a function's usage) at most.
+INSPECT_BUDGET_S = 2.0
 #: Tables whose columns are read for one Tab at most (those the statement names).
 MAX_TABLES_READ = 8
 
 _CELL_MAGIC = re.compile(r"^\s*%%spark_sql\b(.*)$")
 _LINE_MAGIC = re.compile(r"^(\s*%spark_sql\s+)(.*)$")
-_OPTION_VALUE = {"-n", "--rows", "-o", "--output", "--max-rows", "--df"}
 
 
 @dataclass
@@ -61,33 +72,27 @@ def sql_at_cursor(
     lines = full_text.split("\n")
     cell = _CELL_MAGIC.match(lines[0]) if lines else None
     if cell is not None and line > 0:
-        words = cell.group(1).split()
-        name = _positional(words)
+        name = _cell_session(cell.group(1))
         before = "\n".join([*lines[1:line], lines[line][:column]])
         after = "\n".join([lines[line][column:], *lines[line + 1 :]])
         return name, before, after
     magic = _LINE_MAGIC.match(lines[line][:column]) if line < len(lines) else None
     if magic is None:
         return None
-    words = magic.group(2).split(" ")
-    index = 0
-    while index < len(words) - 1 and words[index].startswith("-"):
-        index += 2 if words[index] in _OPTION_VALUE else 1
-    taken = words[index:]
-    name = taken[0] if len(taken) > 1 and taken[0] in session_names else None
-    rest = " ".join(taken[1:] if name else taken)
-    return name, rest, lines[line][column:]
+    taken, start = line_form_parts(magic.group(2), session_names)
+    names = [word for word in taken[:1] if word in session_names]
+    rest = magic.group(2)[start:]
+    return (names[0] if names else None), rest, lines[line][column:]
 
 
-def _positional(words: list[str]) -> str | None:
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word.startswith("-"):
-            index += 2 if word in _OPTION_VALUE else 1
-            continue
-        return word
-    return None
+def _cell_session(magic_line: str) -> str | None:
+    """The session a ``%%spark_sql`` line names, as the magic reads it (None: none, or a
+    line still being typed that it cannot read)."""
+    try:
+        name: str | None = parse_sql_cell(magic_line, "", set()).options.name
+    except UsageError:
+        return None
+    return name
 
 
 class SqlCompleter:
@@ -105,6 +110,8 @@ class SqlCompleter:
         self._variables = variables
         self._cached: dict[str, _Cached] = {}
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jss-sql-catalog")
+        #: Puts the kernel's own Shift+Tab back (set by ``install`` in a kernel).
+        self.restore_inspect: Callable[[], None] = lambda: None
 
     def cell_ran(self, *_: object) -> None:
         """Any cell may have changed a catalog: each is read again at its next Tab (not
@@ -170,6 +177,30 @@ class SqlCompleter:
                 log.debug("session %r's catalog could not be read", key, exc_info=True)
         return replace(cached.catalog, columns=dict(cached.columns))
 
+    def inspect(self, code: str, cursor_pos: int, detail_level: int = 0) -> dict[str, Any] | None:
+        """The ``inspect_reply`` content for Shift+Tab at ``cursor_pos`` of ``code`` in a
+        SQL cell (``found`` false when there is nothing to show); None outside one."""
+        before_cursor = code[:cursor_pos]
+        line = before_cursor.count("\n")
+        column = len(before_cursor) - (before_cursor.rfind("\n") + 1)
+        found = sql_at_cursor(code, line, column, self._session_names())
+        if found is None:
+            return None
+        name, before, after = found
+        target = inspection.target_at_cursor(before, after)
+        data: dict[str, str] | None = None
+        if target is not None:
+            try:
+                key, session = self._session_of(name)
+                data = self._pool.submit(_describe, key, session, target).result(
+                    timeout=INSPECT_BUDGET_S
+                )
+            except concurrent.futures.TimeoutError:
+                log.debug("session %r: %r not described in time", name, target.name)
+            except Exception:  # no such session, stopped, lost: nothing to show
+                log.debug("session %r: %r not described", name, target.name, exc_info=True)
+        return {"status": "ok", "found": bool(data), "data": data or {}, "metadata": {}}
+
     # -- on the reading thread ----------------------------------------------------------
 
     def _refresh(self, key: str, cached: _Cached) -> None:
@@ -202,6 +233,38 @@ class SqlCompleter:
                 cached.columns[_key(table)] = ()
 
 
+def _describe(key: str, session: Any, target: inspection.InspectTarget) -> dict[str, str] | None:
+    """What Shift+Tab shows for ``target`` in session ``key`` (a mime bundle), or None."""
+    if not target.called:
+        try:
+            columns = session_catalog.columns(session, target.name)
+        except Exception:  # not a table or view
+            pass
+        else:
+            parts = target.parts
+            temp = len(parts) == 1 and session_catalog.tables(session).get(parts[0]) == ""
+            owner = key if temp else None
+            return {
+                "text/plain": inspection.table_text(target.name, columns, owner),
+                "text/markdown": inspection.table_markdown(target.name, columns, owner),
+            }
+        read: dict[str, Any] = {}
+        for table in list(dict.fromkeys(tables_named(target.statement).values()))[:MAX_TABLES_READ]:
+            try:
+                read[table] = session_catalog.columns(session, table)
+            except Exception:  # not a table (yet)
+                continue
+        found = inspection.column_of(target, read)
+        if found is not None:
+            table, (column, kind, nullable) = found
+            return {"text/plain": inspection.column_text(column, kind, nullable, table)}
+    try:
+        lines = session_catalog.describe_function(session, target.name)
+    except Exception:  # not a function either
+        return None
+    return {"text/plain": "\n".join(lines)}
+
+
 def _key(table: str) -> str:
     return table.split(".")[-1].strip("`").lower()
 
@@ -228,6 +291,11 @@ def install(ip: Any, registry: Any) -> None:
     completer = SqlCompleter(session_of, lambda: list(ip.user_ns), registry.names)
     ip.Completer.custom_matchers.append(completer.match)
     ip.events.register("post_run_cell", completer.cell_ran)
+    kernel = getattr(ip, "kernel", None)
+    if kernel is not None:  # in a Jupyter kernel: Shift+Tab too
+        completer.restore_inspect = ipykernel_internals.answer_inspect_requests_first(
+            kernel, completer.inspect
+        )
     _INSTALLED[id(ip)] = completer
 
 
@@ -236,3 +304,4 @@ def uninstall(ip: Any) -> None:
     if completer is not None:
         ip.Completer.custom_matchers.remove(completer.match)
         ip.events.unregister("post_run_cell", completer.cell_ran)
+        completer.restore_inspect()

@@ -12,21 +12,19 @@ statement is at most four lines (``sql/short_errors``), with Spark's own in ``%t
 from __future__ import annotations
 
 import argparse
-import logging
 import re
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import MagicArgumentParser
 from IPython.display import display
 
-from ..backends import temp_views
+from ..backends import sql_runs, temp_views
 from ..backends.spark_error_reading import cancellation_line
 from ..cells.run_in_session import show_from_spark
 from ..errors import SparkSessionsError, SqlStatementError
@@ -34,6 +32,7 @@ from ..sql.result_table import ResultTable, mime_bundle, variable_line
 from ..sql.short_errors import missing_view, short_sql_error
 from ..sql.statements import BoundStatement, bind_variables, is_command, outcome_line
 from ..sql.statements import split_statements as split_sql
+from .parser import python_name, whole_number
 
 if TYPE_CHECKING:
     from ..app import SparkSessionsApp
@@ -54,39 +53,32 @@ you name one: `%spark_sql etl SELECT ...`).
 """
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1, not {text!r}")
-    return value
+class _Parser(MagicArgumentParser):
+    """IPython's magic parser, as ``%spark_session``'s (magics/parser.py), with the
+    magic's name and where its options are shown in the one-line error."""
 
-
-def _identifier(text: str) -> str:
-    if not text.isidentifier():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Python variable name")
-    return text
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # one line, no usage block
+    def error(self, message: str) -> Any:
         raise UsageError(f"%spark_sql: {message} (`%spark_sql?` shows its options).")
 
 
 def _parser() -> _Parser:
-    parser = _Parser(prog="%%spark_sql", add_help=False, allow_abbrev=False)
+    # Plain argparse formatting (IPython's writes reST markers); no abbreviations.
+    parser = _Parser(  # type: ignore[no-untyped-call]
+        prog="%%spark_sql", add_help=False, formatter_class=argparse.HelpFormatter
+    )
+    parser.allow_abbrev = False
     parser.add_argument("name", nargs="?", metavar="NAME", help="the session (default: `spark`'s)")
     parser.add_argument(
-        "-n", "--rows", type=_positive, metavar="N", help="rows to show (and fetch)"
+        "-n", "--rows", type=whole_number(1), metavar="N", help="rows to show (and fetch)"
     )
     parser.add_argument(
-        "-o", "--output", type=_identifier, metavar="VAR", help="the result as a pandas DataFrame"
+        "-o", "--output", type=python_name, metavar="VAR", help="the result as a pandas DataFrame"
     )
-    parser.add_argument("--max-rows", type=_positive, metavar="M", help="rows -o fetches at most")
     parser.add_argument(
-        "--df", type=_identifier, metavar="VAR", help="the result as a Spark DataFrame, not run"
+        "--max-rows", type=whole_number(1), metavar="M", help="rows -o fetches at most"
+    )
+    parser.add_argument(
+        "--df", type=python_name, metavar="VAR", help="the result as a Spark DataFrame, not run"
     )
     parser.add_argument("--count", action="store_true", help="count every row of the result")
     parser.add_argument("-q", "--quiet", action="store_true", help="show no table")
@@ -109,42 +101,42 @@ class SqlRequest:
 
 def parse_sql_cell(line: str, cell: str | None, session_names: set[str]) -> SqlRequest:
     """The options and the SQL of a line (cell form: ``[NAME] [options]``, the SQL is the
-    cell; line form: ``[options] [NAME] query``). UsageError in one line for a mistake."""
+    cell; line form: ``[NAME] [options] query``, NAME and options in any order).
+    UsageError in one line for a mistake."""
     if cell is not None:
         options = PARSER.parse_args(line.split())
         return SqlRequest(options, cell)
-    # The line form: options first, then (when it names a session) NAME, then the query
-    # as written (quotes and dashes are SQL's, not the magic's).
-    words = list(re.finditer(r"\S+", line))
-    taken: list[str] = []
-    index = 0
-    while index < len(words) and words[index].group().startswith("-"):
-        word = words[index].group()
-        option = word.split("=", 1)[0]
-        if option not in _VALUED and option not in _FLAGS:
-            break  # the query's own text (`-- a comment`, a typo: argparse says which)
-        taken.append(word)
-        if option in _VALUED and "=" not in word and index + 1 < len(words):
-            index += 1
-            taken.append(words[index].group())
-        index += 1
-    if index < len(words) and words[index].group() in session_names:
-        taken.insert(0, words[index].group())
-        index += 1
-    if index < len(words) and words[index].group().startswith("-"):
-        PARSER.parse_args([*taken, words[index].group()])  # an unknown option: one line
-    sql = line[words[index].start() :] if index < len(words) else ""
+    taken, start = line_form_parts(line, session_names)
+    sql = line[start:]
+    if sql.startswith("-"):  # an unknown option: one line (`--` is argparse's end)
+        PARSER.parse_args([*taken, sql.split()[0]])
     return SqlRequest(PARSER.parse_args(taken), sql)
 
 
-def _is_dataframe(value: object) -> bool:
-    from pyspark.sql import DataFrame as ClassicDataFrame
-
-    try:
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-    except ImportError:  # Spark Connect's extras are not installed
-        return isinstance(value, ClassicDataFrame)
-    return isinstance(value, (ClassicDataFrame, ConnectDataFrame))
+def line_form_parts(line: str, session_names: Collection[str]) -> tuple[list[str], int]:
+    """The magic's own words of a ``%spark_sql`` line (options and, when it names a
+    session, NAME first, in any order) and where the query starts in ``line`` (its
+    length when there is none): the query is kept as written (quotes and dashes are
+    SQL's, not the magic's)."""
+    words = list(re.finditer(r"\S+", line))
+    taken: list[str] = []
+    named = False
+    index = 0
+    while index < len(words):
+        word = words[index].group()
+        option = word.split("=", 1)[0]
+        if not named and word in session_names:
+            taken.insert(0, word)
+            named = True
+        elif option in _VALUED or option in _FLAGS:
+            taken.append(word)
+            if option in _VALUED and "=" not in word and index + 1 < len(words):
+                index += 1
+                taken.append(words[index].group())
+        else:
+            break  # the query (`-- a comment` is SQL's; a typo: argparse says which)
+        index += 1
+    return taken, words[index].start() if index < len(words) else len(line)
 
 
 @magics_class
@@ -178,15 +170,19 @@ class SparkSqlMagics(Magics):
             raise UsageError(f"%spark_sql: there is no SQL to run{where}.")
         namespace = self.ip.user_ns
         # Every variable is checked before anything runs.
-        bound = [bind_variables(s, namespace, _is_dataframe) for s in statements]
+        bound = [bind_variables(s, namespace, sql_runs.is_dataframe) for s in statements]
         count = self.tagging.current_count()
         description = _first_sql_line(statements[0])
-        with _quiet_query_context_log():
+        # Each statement's jobs are named by it, at its line of the cell (a cell's body
+        # starts on the cell's second line).
+        shift = 1 if cell is not None else 0
+        lines = [shift + n for n in _statement_lines(request.sql, statements)]
+        with sql_runs.quiet_query_context_log():
             if name is None:  # the user's own SparkSession: as plain PySpark runs it
-                self._execute(session, statements, bound, options)
+                self._execute(session, statements, bound, options, lines)
                 return
             with self.registry.running_in(name, count, description):
-                self._execute(session, statements, bound, options, name)
+                self._execute(session, statements, bound, options, lines, name)
 
     def _session(self, name: str | None) -> tuple[str | None, Any]:
         """(name, session) to run in: the one named, else the one `spark` is bound to
@@ -210,12 +206,25 @@ class SparkSqlMagics(Magics):
         statements: list[str],
         bound: list[BoundStatement],
         options: argparse.Namespace,
+        lines: list[int],
         name: str | None = None,
     ) -> None:
-        *before, last = zip(statements, bound, strict=True)
-        for statement, call in before:
-            self._sql(session, statement, call, name)
-        statement, call = last
+        *before, last = zip(statements, bound, lines, strict=True)
+        for statement, call, line in before:
+            with sql_runs.statement_jobs(statement, line):
+                self._sql(session, statement, call, name)
+        statement, call, line = last
+        with sql_runs.statement_jobs(statement, line):
+            self._last(session, statement, call, options, name)
+
+    def _last(
+        self,
+        session: Any,
+        statement: str,
+        call: BoundStatement,
+        options: argparse.Namespace,
+        name: str | None,
+    ) -> None:
         started = time.monotonic()
         frame = self._sql(session, statement, call, name)
         if options.df:
@@ -241,15 +250,15 @@ class SparkSqlMagics(Magics):
     def _fetch(
         self, frame: Any, options: argparse.Namespace, shown: int, max_rows: int
     ) -> ResultTable:
-        columns = tuple((f.name, f.dataType.simpleString()) for f in frame.schema.fields)
+        columns = sql_runs.columns(frame)
         # The count is shown when it is known for free (-o fetched every row) or asked
         # for (--count): counting otherwise runs the whole query again, where the shown
         # rows' fetch stops once it has them.
-        total = frame.count() if options.count else None
+        total = sql_runs.count(frame) if options.count else None
         more_than = None
         if options.output:
             limit = options.max_rows or max_rows
-            pandas = frame.limit(limit + 1).toPandas()
+            pandas = sql_runs.as_pandas(frame, limit)
             cut = len(pandas) > limit
             if cut:
                 pandas = pandas.iloc[:limit]
@@ -262,7 +271,7 @@ class SparkSqlMagics(Magics):
             rows = _pandas_rows(pandas, shown + 1)  # shown: what the variable holds
             more = cut or len(rows) > shown
         else:
-            rows = [tuple(row) for row in frame.limit(shown + 1).collect()]
+            rows = sql_runs.first_rows(frame, shown + 1)
             more = len(rows) > shown
         return ResultTable(
             columns, tuple(rows[:shown]), more=more, total=total, more_than=more_than
@@ -270,7 +279,7 @@ class SparkSqlMagics(Magics):
 
     def _sql(self, session: Any, statement: str, call: BoundStatement, name: str | None) -> Any:
         try:
-            return session.sql(call.sql, args=call.args or None, **call.frames)
+            return sql_runs.run_statement(session, call.sql, call.args, call.frames)
         except Exception as exc:
             _raise_short(exc, name, self._temp_view_holders)
             show_from_spark(self.ip, exc)  # from Spark's frame: none of ours
@@ -323,45 +332,22 @@ def _raise_short(
 _NOT_FOUND = re.compile(r"(The table or view \S+) cannot be found")
 
 
-#: PySpark logs each SQL error that has a query context as a JSON line on stderr
-#: (``PySparkException._log_exception``; these loggers do not propagate): a SQL cell
-#: says it in its own lines.
-_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
-
-
-class _RecordsOfOtherThreads(logging.Filter):
-    """Drops the records of the thread that made it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.thread = threading.get_ident()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.thread != self.thread
-
-
-@contextmanager
-def _quiet_query_context_log() -> Iterator[None]:
-    """While a SQL cell runs, PySpark's query-context loggers skip its thread's records
-    (other threads' errors still log)."""
-    from pyspark.logger import PySparkLogger
-
-    quiet = _RecordsOfOtherThreads()
-    # PySpark's own factory: a plain Logger of that name would break PySpark's calls.
-    loggers = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
-    for logger in loggers:
-        logger.addFilter(quiet)
-    try:
-        yield
-    finally:
-        for logger in loggers:
-            logger.removeFilter(quiet)
-
-
 def _first_sql_line(statement: str) -> str:
     """How the board describes the cell's group: its first line that is not a comment."""
     lines = [line.strip() for line in statement.splitlines()]
     return next((line for line in lines if line and not line.startswith("--")), lines[0])
+
+
+def _statement_lines(sql: str, statements: list[str]) -> list[int]:
+    """The line of ``sql`` (from 0) where each of its ``statements`` has its first code."""
+    found, position = [], 0
+    for statement in statements:
+        first = _first_sql_line(statement)
+        at = sql.find(first, position)
+        at = position if at < 0 else at
+        found.append(sql.count("\n", 0, at))
+        position = at + len(first)
+    return found
 
 
 def _whose(name: str | None) -> str:

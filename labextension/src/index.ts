@@ -8,6 +8,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { addFileCommand, ADD_FILE_COMMAND } from './addfile';
 import { cellProgressPlugin } from './cellProgressPlugin';
+import { sqlHighlightPlugin } from './sqlHighlightPlugin';
 import {
   pageShowsNotebooks,
   rememberSidebarOpen,
@@ -83,4 +84,4 @@ function pageStorage(): Storage | null {
   }
 }
 
-export default [plugin, cellProgressPlugin];
+export default [plugin, cellProgressPlugin, sqlHighlightPlugin];

@@ -5,13 +5,14 @@ session a is missing in session b, in one line. Saves the screenshots docs/sql.m
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from .lab import LabServer, save_screenshot, set_theme
-from .notebook import SETUP_CELL, cell_output, cut_elements, open_notebook, run_all
+from .notebook import SETUP_CELL, SHOWN, cell_output, cut_elements, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
@@ -29,7 +30,10 @@ SUMMARY_CELL = (
 )
 CUT_CELL = "%%spark_sql a -n 5\nSELECT * FROM sales"
 OTHER_SESSION_CELL = "%%spark_sql b\nSELECT * FROM sales"
-CELLS = [SETUP_CELL, VIEW_CELL, SUMMARY_CELL, CUT_CELL, OTHER_SESSION_CELL]
+# Not run (Run All stops at the error before them): typed in by the second test.
+TYPED_CELL = "%%spark_sql a -n 5\n-- a's view\nSELECT 'x' AS label, * FROM sa"
+PYTHON_CELL = "select = 'x'  # a Python name that is a SQL keyword"
+CELLS = [SETUP_CELL, VIEW_CELL, SUMMARY_CELL, CUT_CELL, OTHER_SESSION_CELL, TYPED_CELL, PYTHON_CELL]
 
 TABLE = ".jss-sql-result .jss-sql-scroll table"
 
@@ -165,6 +169,23 @@ class Region:
         self.page.screenshot(path=path, clip=clip)
 
 
+class Around:
+    """The part of ``page`` around two elements (a cell and its completer's popup), for
+    ``save_screenshot``."""
+
+    def __init__(self, page: Any, *parts: Any) -> None:
+        self.page, self.parts = page, parts
+
+    def screenshot(self, path: str) -> None:
+        boxes = [part.bounding_box() for part in self.parts]
+        assert all(boxes), boxes
+        left, top = min(b["x"] for b in boxes), min(b["y"] for b in boxes)
+        right = max(b["x"] + b["width"] for b in boxes)
+        bottom = max(b["y"] + b["height"] for b in boxes)
+        clip = {"x": left, "y": top, "width": right - left, "height": bottom - top}
+        self.page.screenshot(path=path, clip=clip)
+
+
 def test_sql_cells_show_readable_tables_and_a_one_line_error(lab: LabServer, page: Any) -> None:
     open_notebook(page, lab, "sql.ipynb", CELLS)
     run_all(page)
@@ -233,5 +254,107 @@ def test_sql_cells_show_readable_tables_and_a_one_line_error(lab: LabServer, pag
     try:
         check_readable(cut, dark=True)  # cell 4 has every kind of text, NULLs too
         save_screenshot(shown, "sql-result-dark.png")
+    finally:
+        set_theme(page, "JupyterLab Light")
+
+
+#: Each token of a cell's editor: its text and colour, and the theme's colours.
+TOKENS = """(editor) => {
+  const probe = document.createElement('span');
+  editor.appendChild(probe);
+  const color = (v) => { probe.style.color = `var(${v})`; return getComputedStyle(probe).color; };
+  const theme = {
+    keyword: color('--jp-mirror-editor-keyword-color'),
+    string: color('--jp-mirror-editor-string-color'),
+    comment: color('--jp-mirror-editor-comment-color'),
+  };
+  probe.remove();
+  const tokens = [];
+  for (const line of editor.querySelectorAll('.cm-line')) {
+    const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const text = node.textContent.trim();
+      if (text) tokens.push([text, getComputedStyle(node.parentElement).color]);
+    }
+  }
+  return { theme, tokens };
+}"""
+
+
+def colours(page: Any, index: int) -> tuple[dict[str, str], dict[str, str]]:
+    """(the theme's keyword, string and comment colours; each token's colour) of cell
+    ``index``'s editor."""
+    editor = page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").nth(index).locator(".cm-content")
+    found = editor.evaluate(TOKENS)
+    return found["theme"], {text: colour for text, colour in found["tokens"]}
+
+
+def check_highlighting(page: Any) -> None:
+    theme, sql = colours(page, 5)
+    assert len(set(theme.values())) == 3, theme  # three colours to tell apart
+    assert sql["SELECT"] == sql["FROM"] == theme["keyword"], (sql, theme)
+    assert sql["AS"] == theme["keyword"], sql
+    assert sql["'x'"] == theme["string"], (sql, theme)
+    assert sql["-- a's view"] == theme["comment"], (sql, theme)
+    # The magic line as it is: no SQL keyword colour on `-n` or on the session's name.
+    magic = [colour for text, colour in sql.items() if "spark_sql" in text or text == "a"]
+    assert magic and theme["keyword"] not in magic, sql
+    # A Python cell is not read as SQL: `select` is a name there.
+    _, python = colours(page, 6)
+    assert python["select"] != theme["keyword"], (python, theme)
+
+
+def completer_items(page: Any) -> list[str]:
+    items = page.locator(".jp-Completer:visible .jp-Completer-item .jp-Completer-match")
+    items.first.wait_for(timeout=30_000)
+    return [item.inner_text() for item in items.all()]
+
+
+def test_a_sql_cell_completes_from_its_session_and_is_highlighted_as_sql(
+    lab: LabServer, page: Any
+) -> None:
+    # The notebook of the test above, its kernel idle: session a has the view `sales`.
+    cell = page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").nth(5)
+    assert "SELECT 'x' AS label" in cell.locator(".cm-content").inner_text()
+    check_highlighting(page)
+    shown = cell.locator(".jp-InputArea-editor")
+    save_screenshot(shown, "sql-highlighting.png")
+
+    # Tab after `FROM sa`: a's table first (JupyterLab adds the words of the cell that
+    # match, after the kernel's); Enter puts it in.
+    shown.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Tab")
+    assert completer_items(page)[0] == "sales"
+    page.keyboard.press("Enter")
+    content = cell.locator(".cm-content")
+    deadline = time.monotonic() + 30
+    while not content.inner_text().rstrip().endswith("FROM sales"):
+        assert time.monotonic() < deadline, content.inner_text()
+        page.wait_for_timeout(200)
+    # After WHERE: the view's columns, keywords in the case typed, functions; no
+    # Python name (JupyterLab orders them its own way).
+    # A Tab waits 50 ms at most for the columns of a table just named, then answers
+    # with what it has: the next Tab has them.
+    page.keyboard.type(" WHERE i")
+    deadline = time.monotonic() + 30
+    while True:
+        page.keyboard.press("Tab")
+        items = completer_items(page)
+        if "id" in items or time.monotonic() > deadline:
+            break
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(500)
+    assert {"id", "item", "in", "ifnull"} <= set(items), items
+    assert "isinstance" not in items and "IN" not in items, items
+    save_screenshot(Around(page, cell, page.locator(".jp-Completer:visible")), "sql-completion.png")
+    page.keyboard.press("Escape")
+
+    light = colours(page, 5)[0]
+    set_theme(page, "JupyterLab Dark")
+    try:
+        check_highlighting(page)  # in the dark theme's own colours
+        assert colours(page, 5)[0]["keyword"] != light["keyword"], light
+        save_screenshot(shown, "sql-highlighting-dark.png")
     finally:
         set_theme(page, "JupyterLab Light")
