@@ -617,7 +617,7 @@ A real kernel's `complete_request` round trip, as a frontend sees it, in a
 `%%spark_sql a` cell (`local[2]`), on catalogs of one-row temp views; {r["samples"]}
 requests per case, rotating over a table after `FROM`, a column after `WHERE` and a
 function name, each answer checked. *First Tab after a cell*: a cell ran before each
-request, so the catalog is read again (the Tab waits 50 ms for that read at most, then
+request, so the catalog is read again (the Tab waits 25 ms for that read at most, then
 answers with what was read before). *Beside a job*: a job of the same session (two
 tasks sleeping {r["job_seconds"]:.0f} s, started from a thread of the kernel: a frontend
 sends no request to a kernel's shell while one of its cells runs) runs during the

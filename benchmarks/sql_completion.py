@@ -96,8 +96,16 @@ def figures(times: list[float]) -> dict[str, Any]:
 
 
 def measure(kernel: Kernel, samples: int, job_seconds: float) -> dict[str, Any]:
-    for code, expected in REQUESTS:  # the catalog read once, as at a first Tab
-        tab(kernel, code, expected)
+    for code, expected in REQUESTS:  # read once, as at a first Tab (the next one has it)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                tab(kernel, code, expected)
+                break
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     cases: dict[str, list[float]] = {"idle": [], "after_a_cell": [], "beside_a_job": []}
     for index in range(samples):
         code, expected = REQUESTS[index % len(REQUESTS)]

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 #: How long a Tab waits for a session's catalog being read again at most (seconds): it
 #: answers with what was read before after that (a read takes ~0.2 s beside a job).
-READ_BUDGET_S = 0.05
+READ_BUDGET_S = 0.025
 #: ... the first time (a session's first read warms Spark's catalog code: ~1 s).
 FIRST_READ_BUDGET_S = 3.0
 #: How long Shift+Tab waits for what it shows (a schema, a function's usage) at most.
@@ -54,8 +54,10 @@ _LINE_MAGIC = re.compile(r"^(\s*%spark_sql\s+)(.*)$")
 @dataclass
 class _Cached:
     catalog: SqlCatalog = field(default_factory=SqlCatalog)
-    #: Table name (lower case) -> its columns, for the tables read since it was fresh.
+    #: Table name (lower case) -> its columns as last read (kept while read again).
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The tables whose columns were read since the last cell ran.
+    columns_read: set[str] = field(default_factory=set)
     fresh: bool = False
     built_in: tuple[str, ...] = ()  # Spark's own functions: read once
     read_once: bool = False
@@ -118,7 +120,7 @@ class SqlCompleter:
         now: most cells are not followed by a Tab in SQL, and a read costs Spark work)."""
         for cached in self._cached.values():
             cached.fresh = False
-            cached.columns.clear()
+            cached.columns_read.clear()  # what was read answers until read again
 
     def match(self, context: Any) -> dict[str, Any]:
         """IPython's matcher (API v2: a ``CompletionContext`` in, a result dict out)."""
@@ -162,7 +164,7 @@ class SqlCompleter:
         cached = self._cached.setdefault(key, _Cached())
         statement = (statement_before_cursor(before) or "") + " " + after.split(";", 1)[0]
         wanted = list(dict.fromkeys(tables_named(statement).values()))[:MAX_TABLES_READ]
-        missing = [t for t in wanted if _key(t) not in cached.columns]
+        missing = [t for t in wanted if _key(t) not in cached.columns_read]
         if not cached.fresh and cached.reading is None:
             cached.reading = self._pool.submit(self._refresh, key, cached)
         job = cached.reading
@@ -216,6 +218,7 @@ class SqlCompleter:
             cached.fresh = cached.read_once = True
         except Exception:  # stopped, lost, gone: nothing of it is offered any more
             cached.catalog, cached.columns = SqlCatalog(), {}
+            cached.columns_read.clear()
             raise
         finally:
             cached.reading = None
@@ -223,14 +226,15 @@ class SqlCompleter:
     def _read_columns(self, key: str, cached: _Cached, tables: list[str]) -> None:
         _, session = self._session_of(key)
         for table in tables:
-            if _key(table) in cached.columns:
+            if _key(table) in cached.columns_read:
                 continue
             try:
                 cached.columns[_key(table)] = tuple(
                     c[0] for c in session_catalog.columns(session, table)
                 )
-            except Exception:  # not a table (yet): nothing to offer
+            except Exception:  # not a table (any more): nothing to offer
                 cached.columns[_key(table)] = ()
+            cached.columns_read.add(_key(table))
 
 
 def _describe(key: str, session: Any, target: inspection.InspectTarget) -> dict[str, str] | None:

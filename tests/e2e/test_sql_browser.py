@@ -334,7 +334,7 @@ def test_a_sql_cell_completes_from_its_session_and_is_highlighted_as_sql(
         page.wait_for_timeout(200)
     # After WHERE: the view's columns, keywords in the case typed, functions; no
     # Python name (JupyterLab orders them its own way).
-    # A Tab waits 50 ms at most for the columns of a table just named, then answers
+    # A Tab waits 25 ms at most for the columns of a table just named, then answers
     # with what it has: the next Tab has them.
     page.keyboard.type(" WHERE i")
     deadline = time.monotonic() + 30
