@@ -18,6 +18,7 @@ from .notebook import (
     TWO_SESSIONS_CELLS,
     assert_inside,
     cell_output,
+    colours,
     open_notebook,
     open_sidebar_notebook7,
     rerun_after_run_all_stopped,
@@ -100,7 +101,8 @@ def test_notebook7_shows_a_kernel_without_the_extension_at_once(
     notebook7: NotebookServer, notebook7_page: Any
 ) -> None:
     page = notebook7_page
-    cells = ["x = 1", "%load_ext jupyter_spark_sessions"]
+    # The third cell is never run: its editor is read as SQL.
+    cells = ["select = 1", "%load_ext jupyter_spark_sessions", "%%spark_sql\nSELECT 'x' -- note"]
     open_notebook(page, notebook7, "plain7.ipynb", cells, app="notebook")
     started = time.monotonic()  # the kernel is up (open_notebook waited for it)
     # The first test left the sidebar open on nb7.ipynb's page: it opens by itself on
@@ -124,6 +126,12 @@ def test_notebook7_shows_a_kernel_without_the_extension_at_once(
     run_cell(page, 1)  # %load_ext: noticed when the cell ends
     status.and_(page.locator("[data-status='ready']")).wait_for(timeout=10_000)
     assert UNKNOWN_CONTROL not in notebook7.log_text()
+
+    # A %%spark_sql cell's body is SQL in Notebook 7's editor too; a Python cell is not.
+    theme, sql = colours(page, 2)
+    assert sql["SELECT"] == theme["keyword"] and sql["'x'"] == theme["string"], (sql, theme)
+    assert sql["-- note"] == theme["comment"], (sql, theme)
+    assert colours(page, 0)[1]["select"] != theme["keyword"]
 
 
 def test_notebook7_shows_progress_under_the_running_cell_and_cancels_it_there(

@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 
 from .lab import LabServer, save_screenshot, set_theme
-from .notebook import SETUP_CELL, SHOWN, cell_output, cut_elements, open_notebook, run_all
+from .notebook import (
+    SETUP_CELL,
+    SHOWN,
+    cell_output,
+    colours,
+    cut_elements,
+    open_notebook,
+    run_all,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
@@ -256,37 +264,6 @@ def test_sql_cells_show_readable_tables_and_a_one_line_error(lab: LabServer, pag
         save_screenshot(shown, "sql-result-dark.png")
     finally:
         set_theme(page, "JupyterLab Light")
-
-
-#: Each token of a cell's editor: its text and colour, and the theme's colours.
-TOKENS = """(editor) => {
-  const probe = document.createElement('span');
-  editor.appendChild(probe);
-  const color = (v) => { probe.style.color = `var(${v})`; return getComputedStyle(probe).color; };
-  const theme = {
-    keyword: color('--jp-mirror-editor-keyword-color'),
-    string: color('--jp-mirror-editor-string-color'),
-    comment: color('--jp-mirror-editor-comment-color'),
-  };
-  probe.remove();
-  const tokens = [];
-  for (const line of editor.querySelectorAll('.cm-line')) {
-    const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
-    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      const text = node.textContent.trim();
-      if (text) tokens.push([text, getComputedStyle(node.parentElement).color]);
-    }
-  }
-  return { theme, tokens };
-}"""
-
-
-def colours(page: Any, index: int) -> tuple[dict[str, str], dict[str, str]]:
-    """(the theme's keyword, string and comment colours; each token's colour) of cell
-    ``index``'s editor."""
-    editor = page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").nth(index).locator(".cm-content")
-    found = editor.evaluate(TOKENS)
-    return found["theme"], {text: colour for text, colour in found["tokens"]}
 
 
 def check_highlighting(page: Any) -> None:
