@@ -532,6 +532,8 @@ def _many_stages(r: dict[str, Any]) -> str:
 
     per_job = f"+{r.get('board_kb_growth_per_job', 0):.0f} KB a job: the ended group kept"
     per_job_target = "<= 5% of the first a job, up to `retained_groups`"
+    board_before = f"; before the first: {r.get('board_kb_before', 0):.0f} KB"
+    rss_before = f"before the first: {r['kernel_rss_mb_before']:.1f} MB"
     wall = (
         f"{r['wall_s_sessions_median']:.1f} s / {r['wall_s_none_median']:.1f} s = "
         f"{r['wall_ratio_median']:.3f}"
@@ -560,9 +562,9 @@ the number of jobs), the rest the ended groups it keeps (`retained_groups`, 50).
 | messages to the views (median) | {r["msgs_median"]:,.0f} ({r["bytes_median"] / 2**20:.2f} MB) | |
 | messages a second, the most of a run | {r["msgs_per_s_max"]:.2f} | {rate} |
 | largest in-cell output | {largest} | < {r["output_limit"] / 1024:.0f} KB |
-| the board's memory after each job | {board("board_kb")} ({per_job}) | {per_job_target} |
+| board memory after each job | {board("board_kb")} ({per_job}{board_before}) | {per_job_target} |
 | the same, {r.get("idle_s", 0):.0f} s later | {board("board_kb_idle")} | no growth |
-| kernel memory after each job: this project | {memory("sessions")} | |
+| kernel memory after each job: this project | {memory("sessions")} ({rss_before}) | |
 | the same, plain PySpark | {memory("none")} | |
 
 Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).

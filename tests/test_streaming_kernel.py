@@ -57,6 +57,13 @@ def start(
     return kernel.ok(f"%%spark_session {session}\nq_{name} = {query}")
 
 
+def query_view_display(started: CellResult) -> dict[str, Any]:
+    """The query view's one display in the cell that started it (a loaded machine may
+    also deliver an update of it before the cell's end: not counted)."""
+    (view,) = [c for k, c in started.displays if k == "display_data" and QUERY_MIME in c["data"]]
+    return view
+
+
 def query_on_board(kernel: Kernel, name: str) -> dict[str, Any]:
     found = [q for q in board(kernel)["queries"] if q["name"] == name]
     assert found, board(kernel)["queries"]
@@ -156,10 +163,7 @@ def test_the_rate_shown_is_the_sources_and_jobs_names_the_running_query(
 ) -> None:
     started = streams.ok(f"%%spark_session a\nq_steady = {STEADY_QUERY}")
     try:
-        # Its view's first display (a loaded machine may also deliver an update in the cell).
-        (view,) = [
-            c for k, c in started.displays if k == "display_data" and QUERY_MIME in c["data"]
-        ]
+        view = query_view_display(started)
         display_id = view["transient"]["display_id"]
 
         def rates(check_from: int) -> tuple[float, float]:
@@ -297,8 +301,7 @@ def wait_for_summary(kernel: Kernel, display_id: str, timeout: float = 10) -> di
 
 def test_the_starting_cell_shows_the_query_live_until_it_ends(streams: Kernel) -> None:
     started = start(streams, "a", "viewed")
-    # The view's display (an update may come before the cell's end, under load).
-    (first,) = [c for k, c in started.displays if k == "display_data" and QUERY_MIME in c["data"]]
+    first = query_view_display(started)
     assert first["data"][QUERY_MIME]["query"]["name"] == "viewed"
     display_id = first["transient"]["display_id"]
     (shown,) = query_outputs(streams, display_id)
@@ -397,8 +400,7 @@ def test_a_failing_foreach_batch_is_one_line_on_the_board(streams: Kernel) -> No
     failed = wait_for_query(streams, "bad", lambda q: q["state"] == "failed", 30)
     assert "\n" not in failed["error"] and failed["error"], failed
     # The cell's view ends on the failure, in one line.
-    # The view's display (an update may come before the cell's end, under load).
-    (view,) = [c for k, c in started.displays if k == "display_data" and QUERY_MIME in c["data"]]
+    view = query_view_display(started)
     line = wait_for_summary(streams, view["transient"]["display_id"])["content"]["data"]
     assert line["text/plain"].startswith("streaming query 'bad' of session a failed after ")
     assert line["text/plain"].endswith(": " + failed["error"]), line["text/plain"]

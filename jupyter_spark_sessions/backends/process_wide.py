@@ -222,7 +222,7 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
     ProcessWideChange(
         what="a filter on PySpark's SQLQueryContextLogger and DataFrameQueryContextLogger "
         "drops the records of the thread running a %%spark_sql cell, while it runs",
-        where="magics/sql_magic.py",
+        where="backends/sql_runs.py",
         mark="logger.addFilter(quiet)",
         why="PySpark logs every SQL error with a query context as a JSON line on stderr "
         "(PySparkException._log_exception), beside the error itself",

@@ -238,35 +238,53 @@ class SqlCompleter:
 
 
 def _describe(key: str, session: Any, target: inspection.InspectTarget) -> dict[str, str] | None:
-    """What Shift+Tab shows for ``target`` in session ``key`` (a mime bundle), or None."""
+    """What Shift+Tab shows for ``target`` in session ``key`` (a mime bundle), or None:
+    a table or view, else a column of a table the statement names, else a function."""
     if not target.called:
-        try:
-            columns = session_catalog.columns(session, target.name)
-        except Exception:  # not a table or view
-            pass
-        else:
-            parts = target.parts
-            temp = len(parts) == 1 and session_catalog.tables(session).get(parts[0]) == ""
-            owner = key if temp else None
-            return {
-                "text/plain": inspection.table_text(target.name, columns, owner),
-                "text/markdown": inspection.table_markdown(target.name, columns, owner),
-            }
-        read: dict[str, Any] = {}
-        for table in list(dict.fromkeys(tables_named(target.statement).values()))[:MAX_TABLES_READ]:
-            try:
-                read[table] = session_catalog.columns(session, table)
-            except Exception:  # not a table (yet)
-                continue
-        found = inspection.column_of(target, read)
+        named = tables_named(target.statement)
+        # `s.amount` with `s` a table or alias of the statement: a column, not a table
+        # (nor a `format.path` file Spark would look for a data source of).
+        of_a_table = len(target.parts) > 1 and target.parts[-2].lower() in named
+        found = None if of_a_table else _table(key, session, target)
+        if found is None:
+            found = _column(session, target, named)
         if found is not None:
-            table, (column, kind, nullable) = found
-            return {"text/plain": inspection.column_text(column, kind, nullable, table)}
+            return found
     try:
         lines = session_catalog.describe_function(session, target.name)
     except Exception:  # not a function either
         return None
     return {"text/plain": "\n".join(lines)}
+
+
+def _table(key: str, session: Any, target: inspection.InspectTarget) -> dict[str, str] | None:
+    try:
+        columns = session_catalog.columns(session, target.name)
+    except Exception:  # not a table or view
+        return None
+    parts = target.parts
+    temp = len(parts) == 1 and session_catalog.tables(session).get(parts[0]) == ""
+    owner = key if temp else None
+    return {
+        "text/plain": inspection.table_text(target.name, columns, owner),
+        "text/markdown": inspection.table_markdown(target.name, columns, owner),
+    }
+
+
+def _column(
+    session: Any, target: inspection.InspectTarget, named: dict[str, str]
+) -> dict[str, str] | None:
+    read: dict[str, Any] = {}
+    for table in list(dict.fromkeys(named.values()))[:MAX_TABLES_READ]:
+        try:
+            read[table] = session_catalog.columns(session, table)
+        except Exception:  # not a table (yet)
+            continue
+    found = inspection.column_of(target, read)
+    if found is None:
+        return None
+    table, (column, kind, nullable) = found
+    return {"text/plain": inspection.column_text(column, kind, nullable, table)}
 
 
 def _key(table: str) -> str:

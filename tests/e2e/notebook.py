@@ -106,10 +106,7 @@ def rerun_after_run_all_stopped(page: Any, index: int) -> None:
     every execute request until it has gone through the queue the error left (its
     stop-on-error window): a request sent in that moment is aborted too, so wait for the
     kernel to be idle and the window to pass."""
-    # (120 s: behind a gateway, a kernel's start waited over 60 s twice on a loaded machine.)
-    page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
-        timeout=120_000
-    )
+    wait_for_kernel_idle(page)
     page.wait_for_timeout(2_000)
     run_cell(page, index)
 
