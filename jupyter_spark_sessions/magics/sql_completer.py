@@ -263,7 +263,8 @@ def _table(key: str, session: Any, target: inspection.InspectTarget) -> dict[str
     except Exception:  # not a table or view
         return None
     parts = target.parts
-    temp = len(parts) == 1 and session_catalog.tables(session).get(parts[0]) == ""
+    databases = {t.lower(): db for t, db in session_catalog.tables(session).items()}
+    temp = len(parts) == 1 and databases.get(parts[0].lower()) == ""  # "": a temp view
     owner = key if temp else None
     return {
         "text/plain": inspection.table_text(target.name, columns, owner),
