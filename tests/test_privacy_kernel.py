@@ -202,7 +202,8 @@ def assert_no_copy_the_other_user_can_read(started: Path) -> None:
     """Nowhere in the temp directory (the session's tree, Spark's artifact folders and
     scratch files) can the other user read SECRET; a readable copy would be found.
     Only files made since the module started are read (their ctime cannot be carried
-    over by a copy): a long-lived machine's /tmp can hold gigabytes of older files."""
+    over by a copy): a long-lived machine's /tmp can hold gigabytes of older files; nor
+    installed code (site-packages, node_modules, .git)."""
     control = Path(tempfile.gettempdir()) / f"jss-readable-{uuid.uuid4().hex}"
     control.write_text(SECRET)
     control.chmod(0o644)
@@ -210,7 +211,10 @@ def assert_no_copy_the_other_user_can_read(started: Path) -> None:
         found = as_other(
             "sh",
             "-c",
-            'find "$1" -xdev -type f -cnewer "$2" -print0 | xargs -0 -r grep -lsF -e "$3" --',
+            # Installed code is no place a copy lands (and the run's venvs and packages
+            # are most of the files: ~90 s of grep): not searched.
+            'find "$1" -xdev \\( -name site-packages -o -name node_modules -o -name .git \\) '
+            '-prune -o -type f -cnewer "$2" -print0 | xargs -0 -r grep -lsF -e "$3" --',
             "search",
             tempfile.gettempdir(),
             str(started),

@@ -120,6 +120,7 @@ def test_a_python_cell_completes_as_plain_ipython(kernel: Kernel, tmp_path: Any)
         plain.ok("import os\nsales_total = 1")
         for code in ("os.path.jo", "sales_t", "FROM sa", "%spark_sq"):
             assert complete(kernel, code)["matches"] == complete(plain, code)["matches"], code
+
         # Shift+Tab in a Python cell is IPython's too (but for the File: line, which
         # names a path relative to each kernel's working directory).
         def shown(reply: dict[str, Any]) -> list[str]:
