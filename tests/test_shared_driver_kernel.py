@@ -7,6 +7,7 @@ the second keeps working; the Jupyter server's shutdown leaves no Java process."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -261,6 +262,16 @@ def test_a_busy_notebook_does_not_starve_the_others_small_job(notebooks: Noteboo
     notebooks.two.ok(small)  # b still runs its work
 
 
+def _running_jobs(notebooks: Notebooks) -> list[dict]:
+    """The shared server's running jobs, from its Spark UI's REST API through the
+    Jupyter server's route (the one the sidebar links)."""
+    reply = notebooks.server.api("GET", "jupyter-spark-sessions/api/shared-driver")
+    ui = reply["server"]["ui_path"]
+    (app,) = json.loads(notebooks.server.request("GET", ui + "api/v1/applications").text)
+    jobs = notebooks.server.request("GET", f"{ui}api/v1/applications/{app['id']}/jobs")
+    return [job for job in json.loads(jobs.text) if job["status"] == "RUNNING"]
+
+
 def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
     notebooks: Notebooks,
 ) -> None:
@@ -269,7 +280,17 @@ def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
         lease for lease in notebooks.rendezvous.leases(record) if lease.notebook == "one.ipynb"
     )
     session_id = lease.sessions["a"]["session_id"]
+    # Mid-job: a's 200 half-second tasks run on the server when its kernel is killed.
+    notebooks.one.ok(
+        "%%spark_session a\n"
+        "threading.Thread(target=lambda: spark.range(0, 200, 1, 200).select(_sleepy('id'))"
+        ".collect(), daemon=True).start()"
+    )
+    assert wait_until(lambda: len(_running_jobs(notebooks)) == 1, 30, 0.3), "a's job never ran"
     os.kill(_pid(notebooks.one), signal.SIGKILL)
+    # Its operation ends on the server (the keeper releases the session: within a
+    # second or two, docs/connect.md), not after its 50 s.
+    assert wait_until(lambda: _running_jobs(notebooks) == [], 15, 0.2), _running_jobs(notebooks)
     lease_path = notebooks.rendezvous.lease_path(record, lease.kernel.pid)
     assert wait_until(lambda: not lease_path.exists(), 15, 0.2)
     log = notebooks.rendezvous.server_folder(record) / "keeper.log"
