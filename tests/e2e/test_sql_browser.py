@@ -5,6 +5,7 @@ session a is missing in session b, in one line. Saves the screenshots docs/sql.m
 
 from __future__ import annotations
 
+import re
 import time
 from decimal import Decimal
 from typing import Any
@@ -325,6 +326,20 @@ def test_a_sql_cell_completes_from_its_session_and_is_highlighted_as_sql(
     assert {"id", "item", "in", "ifnull"} <= set(items), items
     assert "isinstance" not in items and "IN" not in items, items
     save_screenshot(Around(page, cell, page.locator(".jp-Completer:visible")), "sql-completion.png")
+    page.keyboard.press("Escape")
+
+    # Shift+Tab on `sales`: its columns and types, and whose temp view it is.
+    page.keyboard.press("End")
+    for _ in " WHERE i":
+        page.keyboard.press("ArrowLeft")
+    page.keyboard.press("Shift+Tab")
+    tooltip = page.locator(".jp-Tooltip:visible")
+    tooltip.wait_for(timeout=30_000)
+    shown_text = tooltip.inner_text()
+    assert re.search(r"^sales: temporary view of session\W+a\b", shown_text), shown_text
+    for part in ("region", "bigint", "amount", "decimal(10,2)", "item", "string"):
+        assert part in shown_text, shown_text
+    save_screenshot(Around(page, cell, tooltip), "sql-inspect.png")
     page.keyboard.press("Escape")
 
     light = colours(page, 5)[0]
