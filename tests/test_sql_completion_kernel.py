@@ -41,26 +41,26 @@ def kernel(shared_kernel: SharedKernel) -> Kernel:
     return k
 
 
-def complete(kernel: Kernel, code: str, cursor: int | None = None) -> dict[str, Any]:
-    """The ``complete_reply`` content for ``code`` with the cursor at ``cursor`` (its end)."""
-    msg_id = kernel.client.complete(code, len(code) if cursor is None else cursor)
+def shell_reply(kernel: Kernel, msg_id: str) -> dict[str, Any]:
+    """The content of the reply to request ``msg_id``, which must be "ok"."""
     while True:
         reply = kernel.client.get_shell_msg(timeout=30)
         if reply["parent_header"].get("msg_id") == msg_id:
             content: dict[str, Any] = reply["content"]
             assert content["status"] == "ok", content
             return content
+
+
+def complete(kernel: Kernel, code: str, cursor: int | None = None) -> dict[str, Any]:
+    """The ``complete_reply`` content for ``code`` with the cursor at ``cursor`` (its end)."""
+    return shell_reply(
+        kernel, kernel.client.complete(code, len(code) if cursor is None else cursor)
+    )
 
 
 def inspect(kernel: Kernel, code: str, cursor: int | None = None) -> dict[str, Any]:
     """The ``inspect_reply`` content (Shift+Tab) for ``code`` with the cursor at ``cursor``."""
-    msg_id = kernel.client.inspect(code, len(code) if cursor is None else cursor)
-    while True:
-        reply = kernel.client.get_shell_msg(timeout=30)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            content: dict[str, Any] = reply["content"]
-            assert content["status"] == "ok", content
-            return content
+    return shell_reply(kernel, kernel.client.inspect(code, len(code) if cursor is None else cursor))
 
 
 def matches(kernel: Kernel, code: str) -> list[str]:

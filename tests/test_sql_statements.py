@@ -20,9 +20,18 @@ from jupyter_spark_sessions.sql.statements import (
     outcome_line,
     split_statements,
     statement_kind,
+    statement_lines,
 )
 
 # ---- split_statements ---------------------------------------------------------------
+
+
+def test_each_statement_starts_on_the_line_of_its_first_code() -> None:
+    # A comment before a statement is not its start, even one quoting its first line.
+    text = "-- SELECT 1\nSELECT 1;\n\n  /* two */ SELECT\n 2; -- none\n"
+    assert split_statements(text) == ["-- SELECT 1\nSELECT 1", "/* two */ SELECT\n 2"]
+    assert statement_lines(text) == [1, 3]
+    assert statement_lines("'a;b'") == [0]
 
 
 def test_statements_are_split_on_semicolons_and_stripped() -> None:

@@ -30,7 +30,13 @@ from ..cells.run_in_session import show_from_spark
 from ..errors import SparkSessionsError, SqlStatementError
 from ..sql.result_table import ResultTable, mime_bundle, variable_line
 from ..sql.short_errors import missing_view, short_sql_error
-from ..sql.statements import BoundStatement, bind_variables, is_command, outcome_line
+from ..sql.statements import (
+    BoundStatement,
+    bind_variables,
+    is_command,
+    outcome_line,
+    statement_lines,
+)
 from ..sql.statements import split_statements as split_sql
 from .parser import python_name, whole_number
 
@@ -176,7 +182,7 @@ class SparkSqlMagics(Magics):
         # Each statement's jobs are named by it, at its line of the cell (a cell's body
         # starts on the cell's second line).
         shift = 1 if cell is not None else 0
-        lines = [shift + n for n in _statement_lines(request.sql, statements)]
+        lines = [shift + n for n in statement_lines(request.sql)]
         with sql_runs.quiet_query_context_log():
             if name is None:  # the user's own SparkSession: as plain PySpark runs it
                 self._execute(session, statements, bound, options, lines)
@@ -336,18 +342,6 @@ def _first_sql_line(statement: str) -> str:
     """How the board describes the cell's group: its first line that is not a comment."""
     lines = [line.strip() for line in statement.splitlines()]
     return next((line for line in lines if line and not line.startswith("--")), lines[0])
-
-
-def _statement_lines(sql: str, statements: list[str]) -> list[int]:
-    """The line of ``sql`` (from 0) where each of its ``statements`` has its first code."""
-    found, position = [], 0
-    for statement in statements:
-        first = _first_sql_line(statement)
-        at = sql.find(first, position)
-        at = position if at < 0 else at
-        found.append(sql.count("\n", 0, at))
-        position = at + len(first)
-    return found
 
 
 def _whose(name: str | None) -> str:

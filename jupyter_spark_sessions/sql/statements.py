@@ -199,7 +199,18 @@ def _has_content(text: str, pieces: list[_Piece]) -> bool:
 def split_statements(text: str) -> list[str]:
     """The statements of a SQL cell, stripped, without the ``;`` between them; empty
     and comment-only ones left out."""
-    statements: list[str] = []
+    return [statement for _, statement in _split(text)]
+
+
+def statement_lines(text: str) -> list[int]:
+    """The line (from 0) of ``text`` where each of ``split_statements(text)`` has its
+    first code (a comment before it is not its start)."""
+    return [text.count("\n", 0, start) for start, _ in _split(text)]
+
+
+def _split(text: str) -> list[tuple[int, str]]:
+    # (where its first code starts, the statement) for each statement of ``text``.
+    statements: list[tuple[int, str]] = []
     current: list[_Piece] = []
     first_word: str | None = None
     script = _ScriptDepth()
@@ -207,7 +218,10 @@ def split_statements(text: str) -> list[str]:
     def close() -> None:
         nonlocal first_word, script
         if current and _has_content(text, current):
-            statements.append(text[current[0].start : current[-1].end].strip())
+            code = next(p for p in current if _has_content(text, [p]))
+            piece = text[code.start : code.end]
+            start = code.start + len(piece) - len(piece.lstrip())
+            statements.append((start, text[current[0].start : current[-1].end].strip()))
         current.clear()
         first_word, script = None, _ScriptDepth()
 
