@@ -8,7 +8,8 @@ Each session's catalog is kept (``SqlCompleter``) and read again at the first Ta
 any cell ran (a cell may create a table or a temp view, in SQL or in Python). A read is
 Spark metadata only (``backends/session_catalog``: never a job), made on a thread of its
 own; a Tab waits for it ``READ_BUDGET_S`` at most, then answers with what was read before
-(the next Tab has the new read; a session never read before is waited for longer, once);
+(the next Tab has the new read; a session, or a table's columns, never read before is
+waited for longer, once);
 one that is gone, stopped or lost gets keywords alone; never an error in the editor.
 
 Shift+Tab (``inspect_request``) in such a cell shows the name at the cursor: a table's
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 #: How long a Tab waits for a session's catalog being read again at most (seconds): it
 #: answers with what was read before after that (a read takes ~0.2 s beside a job).
 READ_BUDGET_S = 0.025
-#: ... the first time (a session's first read warms Spark's catalog code: ~1 s).
+#: ... the first time (a session's first read warms Spark's catalog code: ~1 s; a table's
+#: columns never read: nothing to answer with before).
 FIRST_READ_BUDGET_S = 3.0
 #: How long Shift+Tab waits for what it shows (a schema, a function's usage) at most.
 INSPECT_BUDGET_S = 2.0
@@ -172,7 +174,11 @@ class SqlCompleter:
             job = self._pool.submit(self._read_columns, key, cached, missing)
         if job is not None and not job.done():
             try:
-                job.result(timeout=READ_BUDGET_S if cached.read_once else FIRST_READ_BUDGET_S)
+                # Nothing read before to answer with: a session's first read, or the
+                # columns of a table never read, is waited for longer (once).
+                never_read = any(_key(t) not in cached.columns for t in missing)
+                first = never_read or not cached.read_once
+                job.result(timeout=FIRST_READ_BUDGET_S if first else READ_BUDGET_S)
             except concurrent.futures.TimeoutError:
                 log.debug("session %r's catalog not read in time", key)
             except Exception:
