@@ -238,7 +238,9 @@ def test_interrupt_ends_a_long_sql_cell_while_bs_job_finishes(sql: Kernel) -> No
     ended = sql.collect(long_cell, timeout=30)
     took = time.monotonic() - interrupted
 
-    assert took < 2.0, took
+    # Well before the 60 s nap ends: the cancel ended the cell, not the UDF (about 0.5 s
+    # on an idle machine, 2.4 s seen under CI's load; speed lives in benchmarks).
+    assert took < 15.0, took
     assert ended.error_name == "KeyboardInterrupt", (ended.error_name, ended.traceback)
     assert len(error_lines(ended)) <= 2, ended.traceback
     b_result: Any = sql.collect(b_cell, timeout=120)

@@ -361,7 +361,9 @@ def test_interrupt_ends_a_wait_on_a_query_in_one_line(streams: Kernel, session: 
     streams.manager.interrupt_kernel()
     ended = streams.collect(waiting, timeout=30)
     took = time.monotonic() - interrupted
-    assert took < 2.0, took
+    # The wait never ends by itself: any bound well inside the collect's timeout shows
+    # the Interrupt ended it (tight bounds flake under CI's load).
+    assert took < 15.0, took
     assert ended.error_name == "KeyboardInterrupt", (ended.error_name, ended.traceback)
     lines = "\n".join(ended.traceback).splitlines()
     assert lines == [
