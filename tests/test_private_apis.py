@@ -1,5 +1,5 @@
-"""Every wrapper of a private PySpark/JVM API in ``backends/classic.py`` and
-``backends/cell_scope.py``, called against
+"""Every wrapper of a private PySpark/JVM API in ``backends/classic.py``,
+``backends/cell_scope.py`` and ``backends/first_rows.py``, called against
 the installed PySpark. When an upgrade moves or changes one of them, this module fails
 and names the wrapper to fix."""
 
@@ -24,6 +24,7 @@ from jupyter_spark_sessions.backends import (
     context_start,
     driver,
     driver_jar,
+    first_rows,
     job_feed,
     scheduler_pools,
     spark_objects,
@@ -753,9 +754,8 @@ def test_the_driver_jar_is_built_from_the_java_sources() -> None:
         manifest = jar.read("META-INF/MANIFEST.MF").decode().replace("\r\n ", "").replace("\n ", "")
         names = jar.namelist()
     assert f"Source-SHA256: {digest}" in manifest.splitlines(), "run `make jar`"
-    assert {"jss/CellScope.class", "jss/BoardReader.class", "jss/KilledTaskWorkers.class"} <= set(
-        names
-    )
+    classes = {"CellScope", "BoardReader", "KilledTaskWorkers", "FirstRows"}
+    assert {f"jss/{name}.class" for name in classes} <= set(names)
 
 
 @contextmanager
@@ -777,6 +777,60 @@ def py4j_commands(sc: Any) -> Iterator[list[str]]:
         yield sent
     finally:
         client.send_command = original
+
+
+def test_first_rows_as_pandas_take_toPandas_batches_without_the_limits_shuffle(
+    root: Any,
+) -> None:
+    # PySpark's toPandas() asks _collect_as_arrow for its batches: first_rows stands in
+    # for it on the limited DataFrame (jss.FirstRows takes the rows as collect() does).
+    sc = root.sparkContext
+    tracker = sc.statusTracker()
+    arrow = {
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+    }
+    for key, value in arrow.items():
+        root.conf.set(key, value)
+    typed = (
+        "SELECT id, id * 2 AS doubled, CAST(id AS STRING) AS s, TIMESTAMP'2026-01-02 03:04:05' "
+        "+ make_interval(0, 0, 0, 0, 0, 0, id) AS t, DATE'2026-01-01' AS d, "
+        "CAST(id / 3 AS DECIMAL(12, 2)) AS m, map(id, 'x') AS kv, named_struct('i', id) AS st, "
+        "IF(id % 7 = 0, NULL, id) AS maybe FROM range(0, 50000, 1, 4) WHERE id % 5 = 0"
+    )
+
+    def stages_of(group: str, run: Any) -> tuple[Any, list[int]]:
+        sc.setJobGroup(group, group)
+        try:
+            value = run()
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        jobs = tracker.getJobIdsForGroup(group)
+        return value, [len(tracker.getJobInfo(job).stageIds) for job in jobs]
+
+    try:
+        frame = root.sql(typed)
+        theirs, their_stages = stages_of("limit-topandas", lambda: frame.limit(4001).toPandas())
+        first = first_rows.limited(frame, 4001)
+        ours, our_stages = stages_of("first-rows", first.toPandas)
+        assert first._collect_as_arrow.called, "toPandas no longer asks _collect_as_arrow"
+        assert max(their_stages) == 2, their_stages  # the limit's shuffle, as measured
+        assert our_stages and max(our_stages) == 1, our_stages
+        assert len(ours) == 4001 and ours.equals(theirs), (ours.dtypes, theirs.dtypes)
+        assert ours.equals(frame.toPandas().iloc[:4001])
+        small = first_rows.as_pandas(frame, 10**6)  # fewer rows than asked for
+        assert len(small) == 10000 and small.equals(frame.toPandas())
+        empty = first_rows.as_pandas(root.sql("SELECT id FROM range(10) WHERE id < 0"), 5)
+        assert empty.empty and list(empty.columns) == ["id"]
+        root.conf.set("spark.sql.limit.initialNumPartitions", "1")  # the user's own
+        first_rows.as_pandas(frame, 4001)
+        assert root.conf.get("spark.sql.limit.initialNumPartitions") == "1"
+        root.conf.unset("spark.sql.limit.initialNumPartitions")
+        first_rows.as_pandas(frame, 4001)
+        assert root.conf.get("spark.sql.limit.initialNumPartitions", None) is None
+    finally:
+        for key in arrow:
+            root.conf.unset(key)
 
 
 def test_cell_scope_sets_a_cells_state_in_one_round_trip_and_restores_it(root: Any) -> None:

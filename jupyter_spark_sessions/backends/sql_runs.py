@@ -16,6 +16,7 @@ from typing import Any
 
 from ..job_descriptions import shorten
 from . import call_site
+from . import first_rows as first_rows_as_pandas
 
 
 @contextmanager
@@ -53,8 +54,8 @@ def first_rows(frame: Any, rows: int) -> list[tuple[Any, ...]]:
 
 def as_pandas(frame: Any, max_rows: int) -> Any:
     """The result as a pandas DataFrame of ``max_rows + 1`` rows at most (one more:
-    whether there are more)."""
-    return frame.limit(max_rows + 1).toPandas()
+    whether there are more), without the extra stage of ``limit().toPandas()``."""
+    return first_rows_as_pandas.as_pandas(frame, max_rows + 1)
 
 
 def is_dataframe(value: object) -> bool:
