@@ -318,10 +318,12 @@ class PrivateFolder:
                 raise
 
 
-def open_private(path: Path) -> BinaryIO:
-    """``path`` opened for writing (made mode 0600, else emptied), refusing a link."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
-    return open(os.open(path, flags, 0o600), "wb")
+def open_private(path: Path, append: bool = False) -> BinaryIO:
+    """``path`` opened for writing (made mode 0600, else emptied or appended to),
+    refusing a link."""
+    flags = os.O_WRONLY | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+    flags |= os.O_APPEND if append else os.O_TRUNC
+    return open(os.open(path, flags, 0o600), "ab" if append else "wb")
 
 
 def read_private_json(path: Path) -> dict[str, Any] | None:

@@ -754,7 +754,7 @@ def test_the_driver_jar_is_built_from_the_java_sources() -> None:
         manifest = jar.read("META-INF/MANIFEST.MF").decode().replace("\r\n ", "").replace("\n ", "")
         names = jar.namelist()
     assert f"Source-SHA256: {digest}" in manifest.splitlines(), "run `make jar`"
-    classes = {"CellScope", "BoardReader", "KilledTaskWorkers", "FirstRows"}
+    classes = {"CellScope", "BoardReader", "KilledTaskWorkers", "FirstRows", "KeeperWatch"}
     assert {f"jss/{name}.class" for name in classes} <= set(names)
 
 
@@ -820,6 +820,10 @@ def test_first_rows_as_pandas_take_toPandas_batches_without_the_limits_shuffle(
         assert ours.equals(frame.toPandas().iloc[:4001])
         small = first_rows.as_pandas(frame, 10**6)  # fewer rows than asked for
         assert len(small) == 10000 and small.equals(frame.toPandas())
+        # Spark drops a limit it knows to be no limit: PySpark's own way, its one stage.
+        whole = root.sql("SELECT id, CAST(id AS STRING) AS s FROM range(0, 100, 1, 4)")
+        kept, kept_stages = stages_of("no-limit-left", lambda: first_rows.as_pandas(whole, 1000))
+        assert kept.equals(whole.toPandas()) and kept_stages == [1], kept_stages
         empty = first_rows.as_pandas(root.sql("SELECT id FROM range(10) WHERE id < 0"), 5)
         assert empty.empty and list(empty.columns) == ["id"]
         root.conf.set("spark.sql.limit.initialNumPartitions", "1")  # the user's own

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_spark_sessions.shared_driver.keeper import Keeper
+from jupyter_spark_sessions.shared_driver.keeper import KEEPER_WATCH, Keeper, watched_conf
 from jupyter_spark_sessions.shared_driver.rendezvous import (
     RUNNING,
     Lease,
@@ -129,3 +129,31 @@ def test_a_starter_that_left_before_the_first_look_still_stops_it_with_its_serve
     keeper, _ = _keeper(tmp_path)
     keeper._parents = {_dead()}  # as main() gives it: the starting kernel's parent
     assert keeper.check_leases() is True
+
+
+def test_the_servers_watch_joins_the_users_plugins_class_path_and_grace(tmp_path) -> None:
+    heartbeat = tmp_path / "keeper.heartbeat"
+    conf = watched_conf(
+        {
+            "spark.plugins": "com.example.Theirs",
+            "spark.driver.extraClassPath": "/opt/theirs.jar",
+            "spark.jss.keeperGraceSeconds": "5",
+        },
+        heartbeat,
+    )
+    assert conf["spark.plugins"] == f"com.example.Theirs,{KEEPER_WATCH}"
+    class_path = conf["spark.driver.extraClassPath"].split(os.pathsep)
+    assert class_path[0] == "/opt/theirs.jar" and class_path[1].endswith("jss-driver.jar")
+    assert conf["spark.jss.keeperGraceSeconds"] == "5"
+    assert conf["spark.jss.keeperHeartbeat"] == str(heartbeat)
+    assert watched_conf({}, heartbeat)["spark.jss.keeperGraceSeconds"] == "60.0"
+
+
+def test_the_keeper_touches_its_heartbeat(tmp_path) -> None:
+    keeper, _ = _keeper(tmp_path)
+    keeper.beat()
+    first = keeper.heartbeat.stat()
+    assert first.st_mode & 0o777 == 0o600
+    time.sleep(0.05)
+    keeper.beat()
+    assert keeper.heartbeat.stat().st_mtime_ns > first.st_mtime_ns

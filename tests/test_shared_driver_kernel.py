@@ -3,7 +3,9 @@ kernels it starts for two notebooks: both ``create --remote shared`` and one Spa
 (the shared Connect server's) runs for both; their same-name files differ; a's busy
 pool does not starve b's small job; the rendezvous files are private and a client
 without the token is refused; kill -9 of the first kernel releases its session while
-the second keeps working; the Jupyter server's shutdown leaves no Java process."""
+the second keeps working; kill -9 of the keeper leaves the server and the sessions, and
+a kernel takes the server over (issue 50), while a server whose keeper and kernels are
+all gone ends itself; the Jupyter server's shutdown leaves no Java process."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 CONFIG = (
     "c.SparkSessionsConfig.shared_driver_master = 'local[2]'\n"
     "c.SparkSessionsConfig.shared_driver_idle_timeout = 120.0\n"
+    # A server no keeper looks after ends after 10 s here (60 by default).
+    "c.SparkSessionsConfig.shared_driver_conf = {'spark.jss.keeperGraceSeconds': '10'}\n"
 )
 
 SESSION = "__import__('jupyter_spark_sessions').default_registry().session('{}')"
@@ -44,6 +48,13 @@ def _sleepy(x):
     time.sleep(0.5)
     return x
 """
+
+READ_LOOKUP = (
+    "%%spark_session {}\n"
+    "from pyspark.sql.functions import udf\n"
+    "print(spark.range(1).select(udf(lambda x: open('lookup.csv').read(), 'string')('id'))"
+    ".first()[0])"
+)
 
 
 @dataclass
@@ -168,14 +179,8 @@ def test_same_name_files_differ_per_notebook(notebooks: Notebooks, tmp_path) -> 
         source.parent.mkdir()
         source.write_text(text)
         kernel.ok(f"%spark_session add_file {name} {source}")
-    read = (
-        "%%spark_session {}\n"
-        "from pyspark.sql.functions import udf\n"
-        "print(spark.range(1).select(udf(lambda x: open('lookup.csv').read(), 'string')('id'))"
-        ".first()[0])"
-    )
-    assert notebooks.one.ok(read.format("a")).stdout.strip() == "from one"
-    assert notebooks.two.ok(read.format("b")).stdout.strip() == "from two"
+    assert notebooks.one.ok(READ_LOOKUP.format("a")).stdout.strip() == "from one"
+    assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
     # Temp views stay in their notebook's session too.
     notebooks.one.ok(f"{SESSION.format('a')}.sql('CREATE TEMP VIEW only_a AS SELECT 1')")
     missing = notebooks.two.execute(f"{SESSION.format('b')}.table('only_a').count()")
@@ -308,6 +313,60 @@ def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
     assert notebooks.record().id == record.id
 
 
+def _server_jvms(notebooks: Notebooks) -> list[psutil.Process]:
+    """The Java processes of this module's shared servers (their command line names the
+    rendezvous folder: the keeper's heartbeat file)."""
+    folder = str(notebooks.server.runtime_dir)
+    found = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        if process.info["name"] == "java" and folder in " ".join(process.info["cmdline"] or []):
+            found.append(process)
+    return found
+
+
+def test_kill_9_of_the_keeper_leaves_the_sessions_and_a_kernel_takes_the_server_over(
+    notebooks: Notebooks,
+) -> None:
+    record = notebooks.record()
+    notebooks.two.ok(f"{SESSION.format('b')}.sql('CREATE TEMP VIEW kept_b AS SELECT 42 AS v')")
+    os.kill(record.keeper.pid, signal.SIGKILL)
+
+    def taken_over() -> bool:
+        now = notebooks.rendezvous.read()
+        return now is not None and now.keeper.pid != record.keeper.pid and now.keeper.alive()
+
+    # Notebook two's kernel (it looks every 2 s) starts a keeper for the running server.
+    assert wait_until(taken_over, 20, 0.2), notebooks.rendezvous.read()
+    now = notebooks.record()
+    assert (now.id, now.server_pid, now.url) == (record.id, record.server_pid, record.url)
+    log = notebooks.rendezvous.server_folder(record) / "keeper.log"
+    took_over = f"Took over the shared Spark Connect server {record.id}"
+    assert wait_until(lambda: took_over in log.read_text(), 20, 0.2), log.read_text()
+    # b lives on: its view, its file, with nothing to reconnect; one server JVM.
+    assert notebooks.two.value(f"{SESSION.format('b')}.table('kept_b').first().v") == 42
+    assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
+    assert [p.pid for p in _server_jvms(notebooks)] == [record.server_pid]
+    # The keeper and every kernel gone (two's frozen: it cannot take over): the server
+    # ends itself once no keeper looked after it for the grace time (10 s here).
+    two = psutil.Process(_pid(notebooks.two))
+    two.suspend()
+    try:
+        os.kill(now.keeper.pid, signal.SIGKILL)
+        server = psutil.Process(record.server_pid)
+        _, alive = psutil.wait_procs([server], timeout=40)
+        assert alive == [], "the server outlived its keepers"
+    finally:
+        two.resume()
+    assert _server_jvms(notebooks) == []
+    # Two's next cell says so in one line; reconnect brings b back on a new server.
+    lost = notebooks.two.execute("%%spark_session b\nspark.range(3).count()")
+    assert lost.status == "error" and len(lost.traceback) <= 3, lost.traceback
+    out = notebooks.two.ok("%spark_session reconnect b").stdout
+    assert "Starting the shared Spark driver" in out, out
+    assert notebooks.record().id != record.id
+    assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
+
+
 def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_back(
     notebooks: Notebooks,
 ) -> None:
@@ -323,13 +382,7 @@ def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_bac
     assert "Starting the shared Spark driver" in out, out  # a new one: the old one died
     assert notebooks.record().id != record.id
     # Its file came back with it.
-    read = (
-        "%%spark_session b\n"
-        "from pyspark.sql.functions import udf\n"
-        "print(spark.range(1).select(udf(lambda x: open('lookup.csv').read(), 'string')('id'))"
-        ".first()[0])"
-    )
-    assert notebooks.two.ok(read).stdout.strip() == "from two"
+    assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
 
 
 def test_the_jupyter_servers_shutdown_leaves_no_java_process(notebooks: Notebooks) -> None:

@@ -11,9 +11,11 @@ import org.apache.spark.api.python.PythonRDD$;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.execution.CollectLimitExec;
 import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.SQLExecution$;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec;
 import org.apache.spark.sql.execution.arrow.ArrowBatchStreamWriter;
 import org.apache.spark.sql.execution.arrow.ArrowConverters$;
 import org.apache.spark.sql.internal.SQLConf;
@@ -46,11 +48,20 @@ public final class FirstRows {
         this.context = context;
     }
 
-    /** The socket's (connection info, secret, server) for the first {@code rows} rows. */
+    /**
+     * The socket's (connection info, secret, server) for the first {@code rows} rows;
+     * null when the plan has no limit left to run (Spark knows the query has no more
+     * rows): {@code toPandas()} as is then costs nothing extra.
+     */
     public Object[] serveArrow(Dataset<Row> frame, int rows) {
         Dataset<Row> limited = frame.limit(rows);
         QueryExecution execution = limited.queryExecution();
         SparkPlan plan = execution.executedPlan();
+        SparkPlan root =
+                plan instanceof AdaptiveSparkPlanExec ? ((AdaptiveSparkPlanExec) plan).inputPlan() : plan;
+        if (!(root instanceof CollectLimitExec)) {
+            return null;
+        }
         SQLConf conf = limited.sparkSession().sessionState().conf();
         // The take's first job reads as many partitions as there are task slots, unless
         // the session sets it (Spark's default, 1, keeps one slot busy in the first of

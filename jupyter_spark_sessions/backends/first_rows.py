@@ -32,7 +32,7 @@ def limited(frame: Any, rows: int) -> Any:
     ``jss.FirstRows`` on a classic session."""
     first = frame.limit(rows)
     if is_classic(frame):
-        first._collect_as_arrow = ArrowBatchesOfFirstRows(frame, rows)  # private
+        first._collect_as_arrow = ArrowBatchesOfFirstRows(frame, first, rows)  # private
     return first
 
 
@@ -45,13 +45,14 @@ def is_classic(frame: Any) -> bool:
 class ArrowBatchesOfFirstRows:
     """Stands in for ``DataFrame._collect_as_arrow`` (``toPandas``'s one call of it)."""
 
-    def __init__(self, frame: Any, rows: int) -> None:
+    def __init__(self, frame: Any, limited: Any, rows: int) -> None:
         self.frame = frame
+        self.limited = limited
         self.rows = rows
         #: Whether ``toPandas`` asked for them (the upgrade test's check).
         self.called = False
 
-    def __call__(self, split_batches: bool = False, **_: Any) -> list[Any]:
+    def __call__(self, split_batches: bool = False, **options: Any) -> list[Any]:
         from pyspark.errors.exceptions.captured import unwrap_spark_exception
         from pyspark.sql.pandas.serializers import ArrowCollectSerializer
         from pyspark.traceback_utils import SCCallSiteSync
@@ -61,6 +62,9 @@ class ArrowBatchesOfFirstRows:
         sc = self.frame.sparkSession.sparkContext
         with SCCallSiteSync(sc):  # type: ignore[no-untyped-call]  # the job name, as toPandas
             served = driver_jar.instance(sc, CLASS_NAME).serveArrow(self.frame._jdf, self.rows)
+        if served is None:  # no limit left in the plan: PySpark's own way costs nothing more
+            method = type(self.limited)._collect_as_arrow
+            return method(self.limited, split_batches=split_batches, **options)  # type: ignore[no-any-return]
         connection, secret, server = served
         try:
             with _load_from_socket((connection, secret), ArrowCollectSerializer()) as stream:

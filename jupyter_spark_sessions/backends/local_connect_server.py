@@ -68,8 +68,11 @@ class LocalConnectServer:
         port: int | None = None,
         token: str | None = None,
         publishes_ui_secret: bool = False,
+        dies_with_parent: bool = True,
     ) -> None:
         self.master = master
+        #: False for the shared server: it outlives its keeper (``jss.KeeperWatch``).
+        self._dies_with_parent = dies_with_parent
         #: The owner hands the UI's secret to Jupyter servers itself (the shared server's
         #: record); else it is written beside this kernel's connection file.
         self._publishes_ui_secret = publishes_ui_secret
@@ -148,7 +151,7 @@ class LocalConnectServer:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # an Interrupt of the kernel must not reach it
-                preexec_fn=_die_with_parent_hook(),
+                preexec_fn=_die_with_parent_hook() if self._dies_with_parent else None,
             )
         # Reaped the moment it exits, however it ends (killed, crashed): a zombie would
         # hold the kernel's shutdown for ipykernel's 30 s of re-signalling.

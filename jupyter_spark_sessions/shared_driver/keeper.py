@@ -14,6 +14,13 @@ that kernel). Every second it looks at the leases of its kernels (``rendezvous``
   the rendezvous' lock: a notebook that arrives then starts a new server, and never
   joins the dying one. SIGTERM stops it too.
 
+The server outlives its keeper: a keeper killed outright (kill -9, the OOM killer)
+leaves every notebook's sessions running, and the first kernel that finds it gone starts
+a keeper that takes the server over (``--adopt``, under the rendezvous' lock:
+``membership``). The keeper touches a heartbeat file every second; a server no keeper
+looked after for ``GRACE`` seconds ends itself (``jss.KeeperWatch``), so a keeper killed
+with every kernel leaves no Java process behind.
+
 Running outside every Jupyter server, it serves kernels of nbclient or papermill the
 same way. Its log and the server's are in the server's folder of the rendezvous.
 """
@@ -32,6 +39,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..backends import driver_jar
 from ..backends.connect import release_session
 from ..backends.local_connect_server import LocalConnectServer
 from .rendezvous import FAILED, RUNNING, Lease, Process, Rendezvous, ServerRecord
@@ -41,6 +49,11 @@ log = logging.getLogger("jupyter_spark_sessions.shared_driver")
 #: Seconds between two looks at the leases (the bound on releasing a killed kernel's
 #: sessions, said in docs/connect.md).
 CHECK_INTERVAL = 1.0
+#: Seconds a server runs on without a keeper's heartbeat (a kernel takes it over
+#: within a few; none left: it ends itself).
+GRACE = 60.0
+#: The plugin (in the project's jar) that ends a server nobody keeps.
+KEEPER_WATCH = "jss.KeeperWatch"
 
 
 class Keeper:
@@ -54,17 +67,24 @@ class Keeper:
         idle_timeout: float,
         start_timeout: float,
         starter: Process | None = None,
+        adopt: bool = False,
     ) -> None:
         self.rendezvous = rendezvous
         self.record = record
         self.idle_timeout = idle_timeout
-        self.server = LocalConnectServer(
-            record.master,
-            conf,
-            rendezvous.server_folder(record),
-            start_timeout,
-            publishes_ui_secret=True,  # in the record, read by the user's Jupyter servers
-        )
+        self.heartbeat = rendezvous.heartbeat_path(record)
+        self.server: LocalConnectServer | AdoptedServer
+        if adopt:
+            self.server = AdoptedServer(record.server)
+        else:
+            self.server = LocalConnectServer(
+                record.master,
+                watched_conf(conf, self.heartbeat),
+                rendezvous.server_folder(record),
+                start_timeout,
+                publishes_ui_secret=True,  # in the record, read by the user's Jupyter servers
+                dies_with_parent=False,  # outlives this keeper: see above
+            )
         self._stop = threading.Event()
         # Jupyter servers whose kernels came: from the first, ``starter``, the starting
         # kernel's (one that leaves before the first look at the leases counts too).
@@ -72,6 +92,10 @@ class Keeper:
         self._last_used = time.monotonic()
 
     def run(self) -> int:
+        self.beat()
+        if isinstance(self.server, AdoptedServer):
+            log.info("Took over the shared Spark Connect server %s.", self.record.id)
+            return self.keep(self.record)
         try:
             endpoint = self.server.start()
         except Exception as exc:  # the waiting kernels read why, in one line
@@ -92,12 +116,18 @@ class Keeper:
             record.ui_port = _port_of(endpoint.ui_url)
             record.ui_secret = self.server.ui_secret
             record.server_pid = self.server.pid or 0
+            record.server_started = Process.of(record.server_pid).started
             record.started_at = current.started_at
             self.rendezvous.write(record)
         log.info("Shared Spark Connect server %s runs on port %s", record.id, record.port)
+        return self.keep(record)
+
+    def keep(self, record: ServerRecord) -> int:
+        """Look after the running server until nothing needs it (or it died)."""
         crashed = False
         try:
             while not self._stop.wait(CHECK_INTERVAL):
+                self.beat()
                 if not self.server.alive:
                     log.error("The shared Spark Connect server exited.")
                     crashed = True
@@ -156,13 +186,65 @@ class Keeper:
             except Exception as exc:  # the server may be going too
                 log.warning("Could not release session %s: %s", session["session_id"], exc)
 
+    def beat(self) -> None:
+        """Tell the server a keeper looks after it (``jss.KeeperWatch``)."""
+        try:
+            os.close(os.open(self.heartbeat, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+            os.utime(self.heartbeat)
+        except OSError as exc:  # its folder removed: the server ends after GRACE
+            log.warning("Could not touch %s: %s", self.heartbeat, exc)
+
     def request_stop(self, *_: object) -> None:
         self._stop.set()
 
 
+class AdoptedServer:
+    """A running shared server whose keeper died, kept by this one: known by its
+    process (in a process group of its own), stopped by signal."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+
+    @property
+    def alive(self) -> bool:
+        return self.process.alive()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self, timeout: float = 10.0) -> None:
+        import psutil  # type: ignore[import-untyped]
+
+        if not self.alive:
+            return
+        try:
+            java = psutil.Process(self.process.pid)
+            os.killpg(self.process.pid, signal.SIGTERM)
+            _, alive = psutil.wait_procs([java], timeout)
+            if alive:
+                os.killpg(self.process.pid, signal.SIGKILL)
+        except (OSError, psutil.Error):  # it ended meanwhile
+            pass
+
+
+def watched_conf(conf: dict[str, str], heartbeat: Path) -> dict[str, str]:
+    """``conf`` with the watch that ends a server no keeper looks after (the user's own
+    plugins and class path kept)."""
+    plugins = [p for p in conf.get("spark.plugins", "").split(",") if p.strip()]
+    class_path = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
+    return {
+        "spark.jss.keeperGraceSeconds": str(GRACE),  # the user's value below wins
+        **conf,
+        "spark.plugins": ",".join([*plugins, KEEPER_WATCH]),
+        "spark.driver.extraClassPath": os.pathsep.join([*class_path, str(driver_jar.JAR)]),
+        "spark.jss.keeperHeartbeat": str(heartbeat),
+    }
+
+
 def starter_parent() -> Process:
     """The parent of the kernel that started this keeper (its Jupyter server)."""
-    import psutil  # type: ignore[import-untyped]
+    import psutil
 
     try:
         return Process.of(psutil.Process(os.getppid()).ppid())
@@ -183,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", default="{}", help="Spark settings (JSON object)")
     parser.add_argument("--idle-timeout", type=float, default=600.0)
     parser.add_argument("--start-timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--adopt", action="store_true", help="take over the running server of a keeper that died"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr
@@ -193,13 +278,17 @@ def main(argv: list[str] | None = None) -> int:
     if record is None or record.id != args.id:
         log.error("No shared server %s to start in %s.", args.id, args.dir)
         return 1
+    if args.adopt and not (record.state == RUNNING and record.server.alive()):
+        log.error("The shared server %s is not running: nothing to take over.", args.id)
+        return 1
     keeper = Keeper(
         rendezvous,
         record,
         json.loads(args.conf),
         args.idle_timeout,
         args.start_timeout,
-        starter=starter_parent(),
+        starter=None if args.adopt else starter_parent(),
+        adopt=args.adopt,
     )
     signal.signal(signal.SIGTERM, keeper.request_stop)
     signal.signal(signal.SIGINT, keeper.request_stop)

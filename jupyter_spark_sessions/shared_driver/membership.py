@@ -2,11 +2,17 @@
 server of this user, or start it when none runs (waiting only for that start), and
 keep a lease that names this kernel's sessions there, so that its keeper knows what to
 release when the kernel is gone and when nothing needs the server any more.
+
+A kernel that finds the keeper gone while its server runs (the keeper was killed) starts
+a keeper that takes the server over, under the rendezvous' lock so only one does: on
+joining, and every ``KEEPER_LOOK`` seconds while it holds a lease. The sessions of every
+notebook live on; nothing to reconnect.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -35,8 +41,12 @@ from .rendezvous import (
     new_id,
 )
 
+log = logging.getLogger(__name__)
+
 #: Seconds a kernel that joined holds the server while it makes its first session.
 JOINING_HOLD = 120.0
+#: Seconds between a member kernel's looks at its server's keeper.
+KEEPER_LOOK = 2.0
 #: Seconds the folder of a server that failed or was killed is kept (its logs).
 KEPT_LOGS = 24 * 3600.0
 #: Environment a kernel must not hand its keeper (PySpark's per-process Connect switch).
@@ -53,6 +63,7 @@ class SharedDriverMembership:
         self._sessions: dict[str, dict[str, str]] = {}
         self._kernel = Process.of(os.getpid())
         self._parent = Process.of(os.getppid())
+        self._watching = False
 
     @property
     def rendezvous(self) -> Rendezvous:
@@ -78,6 +89,8 @@ class SharedDriverMembership:
         while True:
             with rendezvous.locked():
                 record = rendezvous.read()
+                if record is not None and not record.keeper.alive() and adoptable(record):
+                    self._adopt(rendezvous, record)
                 if record is None or not record.keeper.alive():
                     if record is not None and record.state == FAILED and started_here:
                         raise ConnectError(_failed_line(rendezvous, record))
@@ -90,6 +103,7 @@ class SharedDriverMembership:
                 if record.state == RUNNING:
                     self._record = record
                     self._write_lease(rendezvous, record, joining=True)
+                    self._watch_keeper()
                     if started_here or waited:
                         progress(f"Shared Spark driver ready ({time.monotonic() - began:.0f} s).")
                     return endpoint_of(record)
@@ -121,6 +135,17 @@ class SharedDriverMembership:
         )
         folder = rendezvous.server_folder(record)
         folder.mkdir(mode=0o700)
+        record.keeper = self._spawn_keeper(rendezvous, record, adopt=False)
+        rendezvous.write(record)
+        return record
+
+    def _adopt(self, rendezvous: Rendezvous, record: ServerRecord) -> None:
+        """Start a keeper that takes over ``record``'s running server, whose keeper died
+        (called under the lock: one kernel does)."""
+        record.keeper = self._spawn_keeper(rendezvous, record, adopt=True)
+        rendezvous.write(record)
+
+    def _spawn_keeper(self, rendezvous: Rendezvous, record: ServerRecord, adopt: bool) -> Process:
         command = [
             sys.executable,
             "-m",
@@ -135,9 +160,12 @@ class SharedDriverMembership:
             str(self.config.shared_driver_idle_timeout),
             "--start-timeout",
             str(self.config.connect_start_timeout),
+            *(["--adopt"] if adopt else []),
         ]
         env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
-        with open_private(folder / "keeper.log") as log_file:
+        folder = rendezvous.server_folder(record)
+        # One log for the server's keepers: a takeover's follows its predecessor's.
+        with open_private(folder / "keeper.log", append=adopt) as log_file:
             keeper = subprocess.Popen(
                 command,
                 env=env,
@@ -148,9 +176,34 @@ class SharedDriverMembership:
                 start_new_session=True,  # outlives this kernel and its Interrupts
             )
         reap_when_it_exits(keeper)
-        record.keeper = Process.of(keeper.pid)
-        rendezvous.write(record)
-        return record
+        return Process.of(keeper.pid)
+
+    def _watch_keeper(self) -> None:
+        """While this kernel is a member, look at its server's keeper every few seconds
+        and take the server over when the keeper is gone (one thread, started once)."""
+        if self._watching:
+            return
+        self._watching = True
+        threading.Thread(target=self._keeper_watch, name="jss-keeper-watch", daemon=True).start()
+
+    def _keeper_watch(self) -> None:
+        while True:
+            time.sleep(KEEPER_LOOK)
+            record = self._record
+            if record is None or record.keeper.alive():
+                continue
+            try:
+                rendezvous = self.rendezvous
+                with rendezvous.locked():
+                    current = rendezvous.read()
+                    if current is None or current.id != record.id:
+                        continue  # stopped or replaced: the next create finds out
+                    if not current.keeper.alive() and adoptable(current):
+                        self._adopt(rendezvous, current)
+                    if self._record is not None and self._record.id == current.id:
+                        self._record = current
+            except Exception:  # a kernel's background thread must not die loudly
+                log.warning("Could not look after the shared driver's keeper.", exc_info=True)
 
     # -- the lease -------------------------------------------------------------------------
 
@@ -206,6 +259,12 @@ class SharedDriverMembership:
             joining_until=time.time() + JOINING_HOLD if joining else 0.0,
         )
         rendezvous.write_lease(record, lease)
+
+
+def adoptable(record: ServerRecord) -> bool:
+    """Whether ``record``'s server runs on (its keeper died): a new keeper can take it
+    over, sessions and all."""
+    return record.state == RUNNING and bool(record.server_started) and record.server.alive()
 
 
 def endpoint_of(record: ServerRecord) -> Endpoint:

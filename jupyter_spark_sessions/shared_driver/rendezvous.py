@@ -11,6 +11,8 @@ user's and private:
 - ``jss-shared-driver-<id>/leases/<pid>.json``: a kernel's lease on server ``<id>``
   (its process, its Jupyter server's process, its notebook and kernel id, and the
   sessions it has there). The keeper releases the sessions of a kernel that is gone.
+- ``jss-shared-driver-<id>/keeper.heartbeat``: touched by the keeper every second; the
+  server ends itself once it stays unchanged for a while (``jss.KeeperWatch``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..session_root import read_private_json, write_private_json
 RECORD = "jss-shared-driver.json"
 LOCK = "jss-shared-driver.lock"
 FOLDER = "jss-shared-driver-{id}"
+HEARTBEAT = "keeper.heartbeat"
 
 STARTING, RUNNING, FAILED = "starting", "running", "failed"
 
@@ -84,11 +87,17 @@ class ServerRecord:
     ui_port: int = 0
     ui_secret: str = ""
     server_pid: int = 0
+    server_started: float = 0.0  # the server process's start time (``Process``)
     error: str = ""  # state "failed": why, in one line
 
     @property
     def folder_name(self) -> str:
         return FOLDER.format(id=self.id)
+
+    @property
+    def server(self) -> Process:
+        """The server's JVM (RUNNING)."""
+        return Process(self.server_pid, self.server_started)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -160,6 +169,9 @@ class Rendezvous:
 
     def server_folder(self, record: ServerRecord) -> Path:
         return self.folder / record.folder_name
+
+    def heartbeat_path(self, record: ServerRecord) -> Path:
+        return self.server_folder(record) / HEARTBEAT
 
     # -- leases --------------------------------------------------------------------------
 
