@@ -49,12 +49,12 @@ public final class FirstRows {
     }
 
     /**
-     * The socket's (connection info, secret, server) for the first {@code rows} rows;
-     * null when the plan has no limit left to run (Spark knows the query has no more
-     * rows): {@code toPandas()} as is then costs nothing extra.
+     * The socket's (connection info, secret, server) for the rows of {@code limited}
+     * (a {@code limit(n)}); null when its plan has no limit left to run (Spark knows the
+     * query has no more rows): {@code toPandas()} as is then costs nothing extra, and
+     * uses the plan made here (the Dataset's own, planned once).
      */
-    public Object[] serveArrow(Dataset<Row> frame, int rows) {
-        Dataset<Row> limited = frame.limit(rows);
+    public Object[] serveArrow(Dataset<Row> limited) {
         QueryExecution execution = limited.queryExecution();
         SparkPlan plan = execution.executedPlan();
         SparkPlan root =

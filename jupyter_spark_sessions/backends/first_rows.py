@@ -32,7 +32,7 @@ def limited(frame: Any, rows: int) -> Any:
     ``jss.FirstRows`` on a classic session."""
     first = frame.limit(rows)
     if is_classic(frame):
-        first._collect_as_arrow = ArrowBatchesOfFirstRows(frame, first, rows)  # private
+        first._collect_as_arrow = ArrowBatchesOfFirstRows(first)  # private
     return first
 
 
@@ -45,10 +45,8 @@ def is_classic(frame: Any) -> bool:
 class ArrowBatchesOfFirstRows:
     """Stands in for ``DataFrame._collect_as_arrow`` (``toPandas``'s one call of it)."""
 
-    def __init__(self, frame: Any, limited: Any, rows: int) -> None:
-        self.frame = frame
+    def __init__(self, limited: Any) -> None:
         self.limited = limited
-        self.rows = rows
         #: Whether ``toPandas`` asked for them (the upgrade test's check).
         self.called = False
 
@@ -59,9 +57,9 @@ class ArrowBatchesOfFirstRows:
         from pyspark.util import _load_from_socket
 
         self.called = True
-        sc = self.frame.sparkSession.sparkContext
+        sc = self.limited.sparkSession.sparkContext
         with SCCallSiteSync(sc):  # type: ignore[no-untyped-call]  # the job name, as toPandas
-            served = driver_jar.instance(sc, CLASS_NAME).serveArrow(self.frame._jdf, self.rows)
+            served = driver_jar.instance(sc, CLASS_NAME).serveArrow(self.limited._jdf)
         if served is None:  # no limit left in the plan: PySpark's own way costs nothing more
             method = type(self.limited)._collect_as_arrow
             return method(self.limited, split_batches=split_batches, **options)  # type: ignore[no-any-return]
