@@ -103,14 +103,16 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
     """The REST relay to kernels' control channels (see ``server/rest_relay.py``), the
-    shared Connect server's state (``server/shared_driver_route.py``), and the removal
-    of what ended kernels left (``server/leftovers.py``)."""
-    from .server import leftovers, shared_driver_route
+    shared Connect server's state (``server/shared_driver_route.py``), the removal
+    of what ended kernels left (``server/leftovers.py``) and the shared driver's warm
+    start (``server/prewarm.py``, opt-in)."""
+    from .server import leftovers, prewarm, shared_driver_route
     from .server.rest_relay import load_handlers
 
     load_handlers(server_app)
     shared_driver_route.load_handlers(server_app)
     leftovers.install(server_app)
+    prewarm.install(server_app)
 
 
 def load_ipython_extension(ip: Any) -> None:

@@ -101,6 +101,15 @@ class SparkSessionsConfig(Configurable):
         "before it stops (it stops at once when every Jupyter server that used it exited).",
     ).tag(config=True)
 
+    shared_driver_prewarm = Bool(
+        False,
+        help="Start the shared Spark Connect server with the Jupyter server (and again when "
+        "a kernel starts after it stopped for idleness), so that the first notebook's first "
+        "result comes in about a second. Set in jupyter_server_config.py (the Jupyter server "
+        "reads it; the other shared_driver_* settings come from the kernels' IPython "
+        "profile unless set there too).",
+    ).tag(config=True)
+
     shared_driver_dir = Unicode(
         "",
         help="Folder where the notebooks of a user find their shared Spark Connect server "

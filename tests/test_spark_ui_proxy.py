@@ -58,7 +58,11 @@ class JupyterServer:
     with a random token; its kernels' connection files in ``runtime_dir``."""
 
     def __init__(
-        self, base: Path, base_url: str = BASE_URL, extra_env: dict[str, str] | None = None
+        self,
+        base: Path,
+        base_url: str = BASE_URL,
+        extra_env: dict[str, str] | None = None,
+        kernel_config: str = "",
     ) -> None:
         self.base_url = base_url
         self.token = secrets.token_hex(16)
@@ -67,7 +71,7 @@ class JupyterServer:
         (base / "root").mkdir()
         profile = base / "ipython" / "profile_default"
         profile.mkdir(parents=True)
-        (profile / "ipython_config.py").write_text(KERNEL_CONFIG)
+        (profile / "ipython_config.py").write_text(KERNEL_CONFIG + kernel_config)
         env = dict(
             os.environ,
             IPYTHONDIR=str(base / "ipython"),

@@ -338,6 +338,20 @@ def release_session(url: str, session_id: str, user_id: str) -> None:
         client.close()
 
 
+def warm_up(url: str) -> None:
+    """A first query on a new server at ``url``, in a session of its own, released
+    after: the server's first query loads and compiles what every later one uses
+    (seconds), so a notebook's first one need not."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.remote(url).create()
+    try:
+        session.range(10).count()
+        session.sql("SELECT 1 AS one").collect()
+    finally:
+        session.stop()
+
+
 def create(
     endpoint: Endpoint,
     name: str,

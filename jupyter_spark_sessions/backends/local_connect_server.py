@@ -6,6 +6,7 @@ kernel shutdown.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import socket
@@ -244,7 +245,12 @@ def _last_line(path: Path) -> str:
     except OSError:
         return "(no log)"
     errors = [line for line in lines if "Exception" in line or "Error" in line]
-    return (errors or lines or ["(empty log)"])[-1].strip()[:300]
+    last = (errors or lines or ["(empty log)"])[-1].strip()
+    # What Java's uncaught exception says, without its thread and class.
+    return _JAVA_EXCEPTION_PREFIX.sub("", last)[:300]
+
+
+_JAVA_EXCEPTION_PREFIX = re.compile(r'^Exception in thread "[^"]*" [\w.$]+(Exception|Error): ')
 
 
 class SharedDriverMembership(Protocol):

@@ -108,6 +108,8 @@ def _server(record: ServerRecord, slots: int | None) -> dict[str, Any]:
         "slots": slots,
         "memory_bytes": memory,
         "uptime_s": round(time.time() - record.started_at, 1),
+        # With no notebook on it, it stops after this long (None: not known).
+        "idle_stop_s": record.idle_timeout or None,
         "ui_path": f"{UI_ROUTE_PREFIX}/{record.ui_port}/" if record.ui_port else "",
     }
 

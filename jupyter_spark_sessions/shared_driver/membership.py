@@ -119,8 +119,25 @@ class SharedDriverMembership:
                 )
             time.sleep(0.2)
 
-    def _start(self, rendezvous: Rendezvous) -> ServerRecord:
-        """Start a keeper (and through it a server); called under the lock."""
+    def prewarm(self, starter: Process) -> ServerRecord | None:
+        """Start the server for notebooks to come (``server/prewarm``), unless one runs or
+        starts; ``starter`` (the Jupyter server) counts as a process that uses it. The
+        new record, or None when there was one."""
+        rendezvous = self.rendezvous
+        with rendezvous.locked():
+            record = rendezvous.read()
+            if record is not None and not record.keeper.alive() and adoptable(record):
+                self._adopt(rendezvous, record)
+                return None
+            if record is not None and record.keeper.alive():
+                return None
+            return self._start(rendezvous, starter, warm_up=True)
+
+    def _start(
+        self, rendezvous: Rendezvous, starter: Process | None = None, warm_up: bool = False
+    ) -> ServerRecord:
+        """Start a keeper (and through it a server); called under the lock. ``starter``:
+        the process its first user runs in (default: this kernel's Jupyter server)."""
         require_java()
         for old in rendezvous.folder.glob(FOLDER.format(id="*")):
             # A server that failed or was killed keeps its folder (its logs) for a day.
@@ -132,10 +149,13 @@ class SharedDriverMembership:
             state=STARTING,
             master=self.config.shared_driver_master,
             started_at=time.time(),
+            idle_timeout=self.config.shared_driver_idle_timeout,
         )
         folder = rendezvous.server_folder(record)
         folder.mkdir(mode=0o700)
-        record.keeper = self._spawn_keeper(rendezvous, record, adopt=False)
+        record.keeper = self._spawn_keeper(
+            rendezvous, record, adopt=False, starter=starter, warm_up=warm_up
+        )
         rendezvous.write(record)
         return record
 
@@ -145,7 +165,14 @@ class SharedDriverMembership:
         record.keeper = self._spawn_keeper(rendezvous, record, adopt=True)
         rendezvous.write(record)
 
-    def _spawn_keeper(self, rendezvous: Rendezvous, record: ServerRecord, adopt: bool) -> Process:
+    def _spawn_keeper(
+        self,
+        rendezvous: Rendezvous,
+        record: ServerRecord,
+        adopt: bool,
+        starter: Process | None = None,
+        warm_up: bool = False,
+    ) -> Process:
         command = [
             sys.executable,
             "-m",
@@ -161,6 +188,8 @@ class SharedDriverMembership:
             "--start-timeout",
             str(self.config.connect_start_timeout),
             *(["--adopt"] if adopt else []),
+            *(["--starter", str(starter.pid)] if starter is not None else []),
+            *(["--warm-up"] if warm_up else []),
         ]
         env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
         folder = rendezvous.server_folder(record)
@@ -299,4 +328,6 @@ def kernel_key() -> str:
 
 def _failed_line(rendezvous: Rendezvous, record: ServerRecord) -> str:
     log = rendezvous.server_folder(record) / "connect-server.log"
-    return f"The shared Spark driver did not start: {record.error} (log: {log})."
+    why = record.error.rstrip(".")
+    where = "" if "(log: " in why else f" (log: {log})"
+    return f"The shared Spark driver did not start: {why}{where}."

@@ -88,6 +88,7 @@ class ServerRecord:
     ui_secret: str = ""
     server_pid: int = 0
     server_started: float = 0.0  # the server process's start time (``Process``)
+    idle_timeout: float = 0.0  # seconds it runs on with no session (its keeper's)
     error: str = ""  # state "failed": why, in one line
 
     @property

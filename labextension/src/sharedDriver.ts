@@ -20,6 +20,8 @@ export interface ISharedServer {
   uptime_s: number;
   /** Its Spark UI under the Jupyter server's base URL ("" when off). */
   ui_path: string;
+  /** With no notebook on it, it stops after this many seconds (null: unknown). */
+  idle_stop_s?: number | null;
 }
 
 /** One session of a notebook on the shared server. */
@@ -68,6 +70,15 @@ export function serverLine(server: ISharedServer): string {
   }
   parts.push(`up ${duration(server.uptime_s)}`);
   return parts.join(' \u00b7 ');
+}
+
+/** What the section says when no notebook has a session on the server. */
+export function idleLine(server: ISharedServer): string {
+  const stops =
+    server.idle_stop_s === null || server.idle_stop_s === undefined
+      ? ''
+      : `; it stops after ${duration(server.idle_stop_s)} without one`;
+  return `Warm and idle: no notebook has a session on it yet${stops}.`;
 }
 
 /** A session's running work, in words. */
@@ -134,6 +145,11 @@ export function renderSharedDriver(
     line.appendChild(link);
   }
   section.appendChild(line);
+  if (state.notebooks.length === 0) {
+    const idle = el('div', 'jp-SparkSessions-sharedIdle', idleLine(server));
+    idle.dataset.testid = 'jss-shared-idle';
+    section.appendChild(idle);
+  }
   for (const notebook of state.notebooks) {
     const block = el('div', 'jp-SparkSessions-sharedNotebook');
     block.dataset.testid = 'jss-shared-notebook';

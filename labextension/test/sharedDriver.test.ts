@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 
 import {
   ISharedDriverState,
+  idleLine,
   renderSharedDriver,
   serverLine,
   sharedDriverJobsUrl,
@@ -56,6 +57,21 @@ describe('the shared driver section', () => {
         uptime_s: 7300
       })
     ).toBe('local[2] · up 2 h 1 min');
+  });
+
+  it('says a warm server with no notebook is idle and when it stops', () => {
+    const root = document.createElement('div');
+    const context = { baseUrl: '/', currentKernelId: '', cancel: vi.fn() };
+    const warm = { ...STATE.server!, idle_stop_s: 600 };
+    renderSharedDriver(root, { server: warm, notebooks: [] }, context);
+    expect(rows(root, 'jss-shared-idle').map(row => row.textContent)).toEqual([
+      'Warm and idle: no notebook has a session on it yet; it stops after 10 min without one.'
+    ]);
+    expect(idleLine({ ...warm, idle_stop_s: null })).toBe(
+      'Warm and idle: no notebook has a session on it yet.'
+    );
+    renderSharedDriver(root, STATE, context);
+    expect(rows(root, 'jss-shared-idle')).toEqual([]);
   });
 
   it("says each session's work and share of the slots", () => {
