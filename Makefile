@@ -249,6 +249,8 @@ bench: setup
 	$(BIN)/python -m pip install --quiet "$(WHEEL)[test,bench]"
 	$(BIN)/python benchmarks/board_overhead.py
 	$(BIN)/python benchmarks/board_scale.py
+	$(BIN)/python benchmarks/many_stages.py
+	$(BIN)/python benchmarks/diagnosis_corpus.py
 	$(BIN)/python benchmarks/cell_overhead.py
 	$(BIN)/python benchmarks/cancel_latency.py
 	$(BIN)/python benchmarks/connect_cancel_latency.py
@@ -259,8 +261,10 @@ bench: setup
 	$(BIN)/python benchmarks/spark_auth_cost.py
 	$(BIN)/python benchmarks/spark_ui_route.py
 	$(BIN)/python benchmarks/sql_cell.py
+	$(BIN)/python benchmarks/sql_completion.py
 	$(BIN)/python benchmarks/streaming_queries.py
 	$(BIN)/python benchmarks/shared_driver.py
+	$(BIN)/python benchmarks/shared_driver_prewarm.py
 	$(BIN)/python benchmarks/report.py
 
 clean:

@@ -640,6 +640,63 @@ Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_
 """
 
 
+def _shared_driver_prewarm(r: dict[str, Any]) -> str:
+    warm = [x["warm_after_server_start_s"] for x in r["prewarmed"]]
+    jvm = [x["idle_memory"]["jvm_mb"] for x in r["prewarmed"]]
+    keeper = [x["idle_memory"]["keeper_mb"] for x in r["prewarmed"]]
+    stops = [x["idle_stop_s"] for x in r["prewarmed"] if x["idle_stop_s"] is not None]
+    each = ", ".join(f"{x['first_result_s']:.2f}" for x in r["prewarmed"])
+    each_plain = ", ".join(f"{x['first_result_s']:.2f}" for x in r["plain"])
+    first, ratio = r["first_result_s"], r["first_result_ratio"]
+    load = r["load_average_1m"]
+    stop_line = (
+        f"{stops[-1]:.1f} s after its only notebook shut down (idle timeout "
+        f"{r['idle_timeout_s']:.0f} s in this run; 600 s by default)"
+        if stops
+        else "not measured"
+    )
+    targets = r["targets"]
+    rows = [
+        (
+            "first result, pre-warmed / plain (medians)",
+            f"{first['prewarmed']:.2f} / {first['plain']:.2f} s = {ratio:.3f} "
+            f"(each: {each} / {each_plain} s)",
+            f"<= {targets['first_result_ratio']} (moonshot {targets['first_result_moonshot']})",
+        ),
+        (
+            "driver warm after the Jupyter server started",
+            f"{statistics.median(warm):.1f} s (median; {min(warm):.1f}-{max(warm):.1f})",
+            "",
+        ),
+        (
+            "RSS of the warm idle driver",
+            f"JVM {statistics.median(jvm):.0f} MB, keeper {statistics.median(keeper):.0f} MB "
+            "(medians)",
+            "",
+        ),
+        ("the idle driver stopped", stop_line, ""),
+    ]
+    table = "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+    met = "yes" if r["meets_target"] else "NO"
+    moonshot = "yes" if r["meets_moonshot"] else "no"
+    return f"""## The shared driver's warm start (`benchmarks/shared_driver_prewarm.py`)
+
+The first notebook's first result with `shared_driver_prewarm = True` (a real Jupyter
+server started the shared driver, `{r["master"]}`, before any notebook; a fresh one each
+round) against plain PySpark's own driver (a kernel without the extension), each from
+the kernel being ready until the reply of `create a --remote shared` and a
+`sum(id)` query (pre-warmed), or of one cell with `getOrCreate()` and the same query
+(plain). {r["rounds"]} rounds of each in ABBA order after one unmeasured plain run.
+1-minute load average {load["before"]:.1f} before, {load["after"]:.1f} after.
+
+| figure | measured | target |
+|---|---|---|
+{table}
+
+Target met: **{met}**; moonshot: {moonshot} (measured {r["measured_at"]}).
+"""
+
+
 RENDERERS = {
     "sql_completion": _sql_completion,
     "diagnosis_corpus": _diagnosis_corpus,
@@ -659,6 +716,7 @@ RENDERERS = {
     "spark_ui_route": _spark_ui_route,
     "sql_cell": _sql_cell,
     "shared_driver": _shared_driver,
+    "shared_driver_prewarm": _shared_driver_prewarm,
     "streaming_queries": _streaming_queries,
 }
 

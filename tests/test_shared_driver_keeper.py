@@ -157,3 +157,55 @@ def test_the_keeper_touches_its_heartbeat(tmp_path) -> None:
     time.sleep(0.05)
     keeper.beat()
     assert keeper.heartbeat.stat().st_mtime_ns > first.st_mtime_ns
+
+
+@pytest.mark.spark  # its check of the Java runtime runs `java -version`
+def test_a_standalone_master_that_does_not_answer_is_one_line_and_starts_nothing(
+    tmp_path,
+) -> None:
+    import socket
+
+    from jupyter_spark_sessions.config import SparkSessionsConfig
+    from jupyter_spark_sessions.errors import ConnectError
+    from jupyter_spark_sessions.shared_driver.membership import (
+        SharedDriverMembership,
+        unreachable_master,
+    )
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    master = f"spark://127.0.0.1:{port}"
+    config = SparkSessionsConfig(shared_driver_master=master, shared_driver_dir=str(tmp_path))
+    with pytest.raises(ConnectError) as refused:
+        SharedDriverMembership(config).endpoint(lambda line: None)
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith(
+        f"The shared Spark driver's master {master} does not answer: 127.0.0.1:{port} ("
+    ), line
+    assert Rendezvous(tmp_path).read() is None, "a record written"
+    assert not list(tmp_path.glob("jss-shared-driver-*")), "a server's folder made"
+    # One address that answers of two is enough; other masters are Spark's to check.
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen()
+    try:
+        answering = f"spark://127.0.0.1:{port},127.0.0.1:{listening.getsockname()[1]}"
+        assert unreachable_master(answering) == ""
+    finally:
+        listening.close()
+    assert unreachable_master("local[2]") == unreachable_master("yarn") == ""
+
+
+def test_a_lease_of_another_user_is_not_read(tmp_path, sleeper) -> None:
+    keeper, released = _keeper(tmp_path)
+    lease = _lease(Process.of(sleeper.pid), Process.of(os.getpid()), a="s-a")
+    keeper.rendezvous.write_lease(keeper.record, lease)
+    path = keeper.rendezvous.lease_path(keeper.record, sleeper.pid)
+    os.chown(path, 65534, 65534)  # nobody's now (the suite runs as root in CI)
+    assert keeper.rendezvous.leases(keeper.record) == []
+    sleeper.kill()
+    sleeper.wait()
+    keeper.check_leases()
+    assert released == [], "released the sessions a lease of another user names"

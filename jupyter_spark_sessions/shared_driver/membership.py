@@ -139,6 +139,9 @@ class SharedDriverMembership:
         """Start a keeper (and through it a server); called under the lock. ``starter``:
         the process its first user runs in (default: this kernel's Jupyter server)."""
         require_java()
+        unreachable = unreachable_master(self.config.shared_driver_master)
+        if unreachable:
+            raise ConnectError(unreachable)
         for old in rendezvous.folder.glob(FOLDER.format(id="*")):
             # A server that failed or was killed keeps its folder (its logs) for a day.
             if time.time() - old.stat().st_mtime > KEPT_LOGS:
@@ -288,6 +291,33 @@ class SharedDriverMembership:
             joining_until=time.time() + JOINING_HOLD if joining else 0.0,
         )
         rendezvous.write_lease(record, lease)
+
+
+def unreachable_master(master: str, timeout: float = 2.0) -> str:
+    """Why a standalone master (``spark://HOST:PORT[,HOST:PORT]``) cannot be used: none of
+    its addresses takes a connection within ``timeout``; "" when one does, or for any
+    other master (Spark's own start says what is wrong with those)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not master.startswith("spark://"):
+        return ""
+    tried = []
+    for address in master[len("spark://") :].split(","):
+        parts = urlsplit(f"spark://{address}")
+        try:
+            host, port = parts.hostname or "", parts.port or 7077
+        except ValueError:
+            return f"shared_driver_master {master!r} is not a Spark master URL (spark://HOST:PORT)."
+        try:
+            socket.create_connection((host, port), timeout).close()
+            return ""
+        except OSError as exc:
+            tried.append(f"{host}:{port} ({exc.strerror or exc})")
+    return (
+        f"The shared Spark driver's master {master} does not answer: {', '.join(tried)}. "
+        "Start it, or set c.SparkSessionsConfig.shared_driver_master."
+    )
 
 
 def adoptable(record: ServerRecord) -> bool:
