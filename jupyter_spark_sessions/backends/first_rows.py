@@ -65,8 +65,12 @@ class ArrowBatchesOfFirstRows:
             return method(self.limited, split_batches=split_batches, **options)  # type: ignore[no-any-return]
         connection, secret, server = served
         try:
-            with _load_from_socket((connection, secret), ArrowCollectSerializer()) as stream:
-                batches = list(stream)
+            loaded: Any = _load_from_socket((connection, secret), ArrowCollectSerializer())
+            if hasattr(loaded, "__enter__"):  # PySpark 4.3: closes the socket on exit
+                with loaded as stream:
+                    batches = _in_order(list(stream))
+            else:  # 4.1: the stream itself
+                batches = _in_order(list(loaded))
         finally:
             with unwrap_spark_exception():
                 server.getResult()
@@ -80,3 +84,12 @@ class ArrowBatchesOfFirstRows:
                 for batch in batches
             ]
         return batches
+
+
+def _in_order(items: list[Any]) -> list[Any]:
+    """The batches ``ArrowCollectSerializer`` read, in order: PySpark 4.3's orders them
+    itself; earlier ones (4.1) yield the order last, as a list of indices."""
+    if items and isinstance(items[-1], list):
+        *batches, order = items
+        return [batches[index] for index in order]
+    return items
