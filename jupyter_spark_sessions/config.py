@@ -98,7 +98,15 @@ class SparkSessionsConfig(Configurable):
     shared_driver_idle_timeout = Float(
         600.0,
         help="Seconds the shared Spark Connect server keeps running with no session on it "
-        "before it stops (it stops at once when every Jupyter server that used it exited).",
+        "before it stops (sooner when every Jupyter server that used it exited: "
+        "shared_driver_restart_grace).",
+    ).tag(config=True)
+
+    shared_driver_restart_grace = Float(
+        30.0,
+        help="Seconds the shared Spark Connect server with no session waits, once every "
+        "Jupyter server that used it exited, before it stops: a restarted Jupyter server's "
+        "notebooks join it meanwhile.",
     ).tag(config=True)
 
     shared_driver_prewarm = Bool(

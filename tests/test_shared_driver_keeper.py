@@ -38,7 +38,9 @@ def _dead() -> Process:
     return found
 
 
-def _keeper(tmp_path: Path, idle_timeout: float = 600.0) -> tuple[Keeper, list[str]]:
+def _keeper(
+    tmp_path: Path, idle_timeout: float = 600.0, restart_grace: float = 0.0
+) -> tuple[Keeper, list[str]]:
     rendezvous = Rendezvous(tmp_path)
     record = ServerRecord(
         id="abc",
@@ -50,7 +52,7 @@ def _keeper(tmp_path: Path, idle_timeout: float = 600.0) -> tuple[Keeper, list[s
     )
     rendezvous.server_folder(record).mkdir(exist_ok=True)
     rendezvous.write(record)
-    keeper = Keeper(rendezvous, record, {}, idle_timeout, 10.0)
+    keeper = Keeper(rendezvous, record, {}, idle_timeout, 10.0, restart_grace=restart_grace)
     released: list[str] = []
     keeper.release = lambda sessions: released.extend(s["session_id"] for s in sessions)  # type: ignore[method-assign]
     return keeper, released
@@ -87,6 +89,22 @@ def test_it_stops_when_no_session_is_left_and_every_jupyter_server_exited(
     keeper.rendezvous.write_lease(keeper.record, _lease(kernel, parent))
     assert keeper.check_leases() is True
     assert keeper.rendezvous.read() is None  # removed first: newcomers start a new one
+
+
+def test_a_restarted_jupyter_server_has_the_grace_to_come_back(tmp_path, sleeper) -> None:
+    keeper, _ = _keeper(tmp_path, restart_grace=0.5)
+    keeper.rendezvous.write_lease(keeper.record, _lease(Process.of(sleeper.pid), _dead()))
+    assert keeper.check_leases() is False  # every Jupyter server gone: the grace starts
+    time.sleep(0.6)
+    assert keeper.check_leases() is True
+    # Within the grace, a kernel of the new Jupyter server joins: it runs on.
+    keeper, _ = _keeper(tmp_path, restart_grace=0.5)
+    keeper.rendezvous.write_lease(keeper.record, _lease(Process.of(sleeper.pid), _dead()))
+    assert keeper.check_leases() is False
+    me = Process.of(os.getpid())  # the new Jupyter server
+    keeper.rendezvous.write_lease(keeper.record, _lease(Process.of(os.getpid()), me))
+    time.sleep(0.6)
+    assert keeper.check_leases() is False
 
 
 def test_it_stops_after_the_idle_time_and_not_before(tmp_path, sleeper) -> None:

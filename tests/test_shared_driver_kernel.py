@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.kernel]
 CONFIG = (
     "c.SparkSessionsConfig.shared_driver_master = 'local[2]'\n"
     "c.SparkSessionsConfig.shared_driver_idle_timeout = 120.0\n"
+    "c.SparkSessionsConfig.shared_driver_restart_grace = 2.0\n"
     # A server no keeper looks after ends after 10 s here (60 by default).
     "c.SparkSessionsConfig.shared_driver_conf = {'spark.jss.keeperGraceSeconds': '10'}\n"
 )

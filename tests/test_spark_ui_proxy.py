@@ -63,11 +63,13 @@ class JupyterServer:
         base_url: str = BASE_URL,
         extra_env: dict[str, str] | None = None,
         kernel_config: str = "",
+        runtime_dir: Path | None = None,
     ) -> None:
         self.base_url = base_url
         self.token = secrets.token_hex(16)
         self.port = free_port()
-        self.runtime_dir = base / "runtime"
+        #: Shared by Jupyter servers of one user that are given the same one.
+        self.runtime_dir = runtime_dir or base / "runtime"
         (base / "root").mkdir()
         profile = base / "ipython" / "profile_default"
         profile.mkdir(parents=True)

@@ -9,8 +9,9 @@ that kernel). Every second it looks at the leases of its kernels (``rendezvous``
 - a kernel that is gone (shut down, restarted, killed) has its sessions released on
   the server (``ReleaseSession``: their operations, files and views go);
 - it stops the server when no kernel has a session there and either every Jupyter
-  server (or nbclient, papermill ...) whose kernels used it has exited, or no session
-  was there for ``--idle-timeout`` seconds. It first removes the server's record under
+  server (or nbclient, papermill ...) whose kernels used it has exited (``RESTART_GRACE``
+  seconds ago: a restarted Jupyter server's notebooks join the running server), or no
+  session was there for ``--idle-timeout`` seconds. It first removes the server's record under
   the rendezvous' lock: a notebook that arrives then starts a new server, and never
   joins the dying one. SIGTERM stops it too.
 
@@ -54,6 +55,10 @@ CHECK_INTERVAL = 1.0
 #: Seconds a server runs on without a keeper's heartbeat (a kernel takes it over
 #: within a few; none left: it ends itself).
 GRACE = 60.0
+#: Seconds the server waits, once every Jupyter server that used it exited, for one to
+#: come back (a restart: its notebooks join the running server) before it stops
+#: (``shared_driver_restart_grace``).
+RESTART_GRACE = 30.0
 #: The plugin (in the project's jar) that ends a server nobody keeps.
 KEEPER_WATCH = "jss.KeeperWatch"
 
@@ -71,6 +76,7 @@ class Keeper:
         starter: Process | None = None,
         adopt: bool = False,
         warm_up: bool = False,
+        restart_grace: float = RESTART_GRACE,
     ) -> None:
         self.rendezvous = rendezvous
         self.record = record
@@ -89,6 +95,9 @@ class Keeper:
                 dies_with_parent=False,  # outlives this keeper: see above
             )
         self.warm_up = warm_up
+        self.restart_grace = restart_grace
+        #: Since when every known Jupyter server is gone (monotonic), None while one runs.
+        self._parents_gone_since: float | None = None
         self._stop = threading.Event()
         # Jupyter servers whose kernels came: from the first, ``starter``, the starting
         # kernel's (one that leaves before the first look at the leases counts too).
@@ -170,9 +179,7 @@ class Keeper:
                 self._last_used = time.monotonic()
             else:
                 idle = time.monotonic() - self._last_used > self.idle_timeout
-                parents_gone = bool(self._parents) and not any(
-                    parent.alive() for parent in self._parents
-                )
+                parents_gone = self._parents_gone_long_enough()
                 if idle or parents_gone:
                     why = "no session for the idle time" if idle else "its Jupyter servers exited"
                     log.info("Stopping the shared server: %s.", why)
@@ -181,6 +188,16 @@ class Keeper:
         if gone:
             self.release([s for lease in gone for s in lease.sessions.values()])
         return False
+
+    def _parents_gone_long_enough(self) -> bool:
+        """Every Jupyter server whose kernels used it exited, ``restart_grace`` ago."""
+        if not self._parents or any(parent.alive() for parent in self._parents):
+            self._parents_gone_since = None
+            return False
+        now = time.monotonic()
+        if self._parents_gone_since is None:
+            self._parents_gone_since = now
+        return now - self._parents_gone_since >= self.restart_grace
 
     def release(self, sessions: Iterable[dict[str, str]]) -> None:
         """Release sessions of a kernel that is gone (best effort: its operations are
@@ -290,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", default="{}", help="Spark settings (JSON object)")
     parser.add_argument("--idle-timeout", type=float, default=600.0)
     parser.add_argument("--start-timeout", type=float, default=120.0)
+    parser.add_argument("--restart-grace", type=float, default=RESTART_GRACE)
     parser.add_argument(
         "--adopt", action="store_true", help="take over the running server of a keeper that died"
     )
@@ -316,11 +334,13 @@ def main(argv: list[str] | None = None) -> int:
         rendezvous,
         record,
         json.loads(args.conf),
-        args.idle_timeout,
+        # A takeover keeps the idle time its server started with.
+        (args.adopt and record.idle_timeout) or args.idle_timeout,
         args.start_timeout,
         starter=None if args.adopt else starter_parent(args.starter),
         adopt=args.adopt,
         warm_up=args.warm_up,
+        restart_grace=args.restart_grace,
     )
     signal.signal(signal.SIGTERM, keeper.request_stop)
     signal.signal(signal.SIGINT, keeper.request_stop)

@@ -190,6 +190,8 @@ class SharedDriverMembership:
             str(self.config.shared_driver_idle_timeout),
             "--start-timeout",
             str(self.config.connect_start_timeout),
+            "--restart-grace",
+            str(self.config.shared_driver_restart_grace),
             *(["--adopt"] if adopt else []),
             *(["--starter", str(starter.pid)] if starter is not None else []),
             *(["--warm-up"] if warm_up else []),
