@@ -409,6 +409,30 @@ def test_a_failing_foreach_batch_is_one_line_on_the_board(streams: Kernel) -> No
     assert streams.ok("%%spark_session a\nspark.range(4).count()").result_text == "4"
 
 
+def test_an_interrupt_just_before_the_wait_still_ends_it(streams: Kernel) -> None:
+    # The Interrupt lands in a py4j call that is no job (here a JVM sleep; under load, a
+    # query's start or its report to the board): its cancel ends nothing, and the cell
+    # then blocks in awaitTermination. Seen in CI: the wait never ended, and every later
+    # cell of the kernel hung behind it.
+    waiting = streams.client.execute(
+        "%%spark_session a\n"
+        "spark.sparkContext._jvm.java.lang.Thread.sleep(2000)\n"
+        "q_late = " + RATE_QUERY.format(rows=5, name="late", trigger="100 milliseconds") + "\n"
+        "q_late.awaitTermination()"
+    )
+    time.sleep(1.0)  # in the JVM's sleep
+    assert streams.manager is not None
+    streams.manager.interrupt_kernel()
+    ended = streams.collect(waiting, timeout=30)
+    assert ended.error_name == "KeyboardInterrupt", (ended.error_name, ended.traceback)
+    lines = "\n".join(ended.traceback).splitlines()
+    assert lines == [
+        "KeyboardInterrupt: Interrupted: streaming query 'late' was stopped (this cell started it)."
+    ], lines
+    wait_for_query(streams, "late", lambda q: q["state"] == "stopped", 10)
+    assert streams.ok("%%spark_session a\nspark.range(3).count()").result_text == "3"
+
+
 def test_a_thread_started_query_belongs_to_its_session(streams: Kernel) -> None:
     streams.ok(
         "import threading\n"

@@ -19,8 +19,9 @@ traceback); a second Interrupt always does.
 
 A cell waiting on a streaming query (``awaitTermination``, ``processAllAvailable``,
 ``awaitAnyTermination``) has no job a cancel could end: the Interrupt raises
-``KeyboardInterrupt`` in the wait itself, as plain PySpark's does, and the cell ends in
-one line saying what became of the query (stopped if this cell started it, else left
+``KeyboardInterrupt`` in the wait itself, as plain PySpark's does (also when it came a
+moment before the wait, in a py4j call that was no job: a watch re-sends it once the
+cell waits), and the cell ends in one line saying what became of the query (stopped if this cell started it, else left
 running: docs/jobs.md). The stop and the cancel of the cell's jobs are asked for once
 the cell ended, after py4j's clean-up of the ended call (``backends/driver``).
 """
@@ -29,7 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
+import time
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -65,16 +68,22 @@ class CellInterrupts:
         self._stop_after_cell: str | None = None
         #: The cell whose jobs that Interrupt cancels, once it ended.
         self._interrupt_after_cell: tuple[str, int] | None = None
+        #: Cells ended so far: a watch started in a cell ends with it.
+        self._cells_ended = 0
+        #: The cell, after an Interrupt that cancelled its jobs, waits on a query: the
+        #: watch re-sent the Interrupt, which ends that wait.
+        self._late_wait = False
 
     def pre_run_cell(self, info: Any) -> None:
         self.errors.cell_started(count_of_cell(self.shell, info))
         if not len(self.registry) or threading.current_thread() is not threading.main_thread():
             return
         self.errors.install()
-        self._waiting = False
+        self._waiting = self._late_wait = False
         self._saved = signal.signal(signal.SIGINT, self._on_interrupt)
 
     def post_run_cell(self, result: Any) -> None:
+        self._cells_ended += 1
         if self.errors.interrupted_wait is not None:
             driver.drop_interrupted_connection()
         self.errors.ended(result)
@@ -96,7 +105,7 @@ class CellInterrupts:
             raise KeyboardInterrupt
         cell = self.tagger.current_cell()
         waited = streaming_calls.waited_on(frame)
-        if waited is not None and not self._waiting:
+        if waited is not None and (not self._waiting or self._late_wait):
             # No job cancel ends a wait on a streaming query: the Interrupt ends the wait
             # itself (py4j and gRPC close that call's connection), as plain PySpark's.
             # The cell's jobs are cancelled once it ended: py4j's clean-up of the ended
@@ -113,8 +122,27 @@ class CellInterrupts:
         self.errors.interrupted = f"Interrupted: the Spark jobs of {group} were cancelled"
         if _waiting_on_spark(frame):
             self._waiting = True
-            return  # the cancelled Spark call ends the cell
+            # The cancelled Spark call ends the cell; unless the call was no job (a
+            # query's start, a setting read) and the cell then waits on a query.
+            self._watch_for_a_late_wait(self._cells_ended)
+            return
         raise KeyboardInterrupt
+
+    def _watch_for_a_late_wait(self, cells_ended: int) -> None:
+        """Until this cell ends: should it block in a wait on a streaming query, which no
+        job cancel ends, interrupt that wait as a first Interrupt there would have."""
+        main = threading.main_thread()
+
+        def watch() -> None:
+            while self._cells_ended == cells_ended and main.is_alive():
+                frame = sys._current_frames().get(main.ident or 0)
+                if streaming_calls.waited_on(frame) is not None:
+                    self._late_wait = True
+                    signal.pthread_kill(main.ident or 0, signal.SIGINT)
+                    return
+                time.sleep(LATE_WAIT_LOOK)
+
+        threading.Thread(target=watch, name="jss-late-stream-wait", daemon=True).start()
 
     def _end_stream_wait(self, waited: object, cell: tuple[str, int] | None) -> str:
         """What becomes of the query a cell waited on (docs/jobs.md): stopped when this
@@ -138,6 +166,10 @@ class CellInterrupts:
             f"(`%spark_session stop_query {record.name or record.id}` stops it)."
         )
 
+
+#: Seconds between two looks at a cell after an Interrupt cancelled its jobs (its wait on
+#: a streaming query, if it comes to one, ends this long after at most).
+LATE_WAIT_LOOK = 0.1
 
 #: Where a cell waits on Spark: a py4j call (raising there would leave its connection
 #: half-read) or a Spark Connect call (gRPC's stream, the client's retries).
