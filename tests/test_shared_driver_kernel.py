@@ -386,12 +386,31 @@ def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_bac
     assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
 
 
+def test_a_corrupted_record_is_a_new_server_and_the_old_ones_sessions_run_on(
+    notebooks: Notebooks,
+) -> None:
+    old = notebooks.record()
+    path = notebooks.server.runtime_dir / RECORD
+    path.write_text("{not json")  # still 0600 and the user's: read, and refused
+    out = notebooks.two.ok("%spark_session create c --remote shared").stdout
+    assert "Starting the shared Spark driver" in out, out  # a new one, nothing joined
+    new = notebooks.record()
+    assert new.id != old.id and new.server_pid != old.server_pid
+    assert notebooks.two.value(f"{SESSION.format('c')}.range(4).count()") == 4
+    # b stays on the server it was made on, until its notebook lets it go.
+    assert notebooks.two.value(f"{SESSION.format('b')}.range(5).count()") == 5
+    assert sorted(p.pid for p in _server_jvms(notebooks)) == sorted(
+        [old.server_pid, new.server_pid]
+    )
+
+
 def test_the_jupyter_servers_shutdown_leaves_no_java_process(notebooks: Notebooks) -> None:
     record = notebooks.record()
     keeper, java = psutil.Process(record.keeper.pid), psutil.Process(record.server_pid)
     # SIGTERM, as a user's Ctrl-C or a hub's stop: the server shuts its kernels down.
     stop_process(notebooks.server.process, notebooks.server._log)
-    _, alive = psutil.wait_procs([keeper, java], timeout=30)
+    others = _server_jvms(notebooks)  # a server of an earlier record too
+    _, alive = psutil.wait_procs([keeper, java, *others], timeout=30)
     assert alive == [], f"still running 30 s after the Jupyter server: {alive}"
     assert notebooks.rendezvous.read() is None
     assert not notebooks.rendezvous.server_folder(record).exists()
