@@ -21,9 +21,10 @@ A cell waiting on a streaming query (``awaitTermination``, ``processAllAvailable
 ``awaitAnyTermination``) has no job a cancel could end: the Interrupt raises
 ``KeyboardInterrupt`` in the wait itself, as plain PySpark's does (also when it came a
 moment before the wait, in a py4j call that was no job: a watch re-sends it once the
-cell waits), and the cell ends in one line saying what became of the query (stopped if this cell started it, else left
-running: docs/jobs.md). The stop and the cancel of the cell's jobs are asked for once
-the cell ended, after py4j's clean-up of the ended call (``backends/driver``).
+cell waits), and the cell ends in one line saying what became of the query (stopped if
+this cell started it, else left running: docs/jobs.md). The stop and the cancel of the
+cell's jobs are asked for once the cell ended, after py4j's clean-up of the ended call
+(``backends/driver``).
 """
 
 from __future__ import annotations

@@ -105,7 +105,8 @@ class Keeper:
         self._last_used = time.monotonic()
 
     def run(self) -> int:
-        self.beat()
+        # Beats from a thread of their own: also while the server starts and warms up.
+        threading.Thread(target=self._beat_until_stopped, name="heartbeat", daemon=True).start()
         if isinstance(self.server, AdoptedServer):
             log.info("Took over the shared Spark Connect server %s.", self.record.id)
             return self.keep(self.record)
@@ -142,7 +143,6 @@ class Keeper:
         crashed = False
         try:
             while not self._stop.wait(CHECK_INTERVAL):
-                self.beat()
                 if not self.server.alive:
                     log.error("The shared Spark Connect server exited.")
                     crashed = True
@@ -225,6 +225,11 @@ class Keeper:
             log.info("Warmed up in %.1f s.", time.monotonic() - began)
         except (OSError, subprocess.SubprocessError) as exc:  # still usable, only colder
             log.warning("The warm-up query failed: %s", exc)
+
+    def _beat_until_stopped(self) -> None:
+        self.beat()
+        while not self._stop.wait(CHECK_INTERVAL):
+            self.beat()
 
     def beat(self) -> None:
         """Tell the server a keeper looks after it (``jss.KeeperWatch``)."""
