@@ -113,9 +113,9 @@ class SparkSessionsConfig(Configurable):
         False,
         help="Start the shared Spark Connect server with the Jupyter server (and again when "
         "a kernel starts after it stopped for idleness), so that the first notebook's first "
-        "result comes in about a second. Set in jupyter_server_config.py (the Jupyter server "
-        "reads it; the other shared_driver_* settings come from the kernels' IPython "
-        "profile unless set there too).",
+        "result comes in about a second. The Jupyter server reads it, with the other "
+        "shared_driver_* settings, from the kernels' IPython profile (ipython_config.py) "
+        "or from its own jupyter_server_config.py (which wins).",
     ).tag(config=True)
 
     shared_driver_dir = Unicode(
