@@ -38,7 +38,7 @@ def _running(rendezvous: Rendezvous) -> ServerRecord | None:
 def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterServer]:
     # The kernels' settings (their IPython profile) say what the server pre-warms.
     base = tmp_path_factory.mktemp("prewarm")
-    server = JupyterServer(base, kernel_config=PREWARM.format(idle=20.0))
+    server = JupyterServer(base, kernel_config=PREWARM.format(idle=30.0))
     try:
         yield server
     finally:
@@ -65,7 +65,7 @@ def test_the_first_notebook_joins_the_warm_driver_and_has_its_result_at_once(
     )
     # The sidebar's section: warm, no notebook yet, and when it stops.
     state = warm.api("GET", ROUTE)
-    assert state["notebooks"] == [] and state["server"]["idle_stop_s"] == 20.0, state
+    assert state["notebooks"] == [] and state["server"]["idle_stop_s"] == 30.0, state
     # Its first query ran before it was said to run (the warm-up's session released).
     log = rendezvous.server_folder(record) / "keeper.log"
     assert "Warmed up in" in log.read_text(), log.read_text()
@@ -97,7 +97,7 @@ def test_it_stops_after_the_idle_time_and_a_new_kernel_warms_it_again(
     assert first is not None
     for kernel in warm.api("GET", "api/kernels"):
         warm.api("DELETE", f"api/kernels/{kernel['id']}")
-    # No session left: it stops after the idle time (20 s here), its JVM with it.
+    # No session left: it stops after the idle time (30 s here), its JVM with it.
     java = psutil.Process(first.server_pid)
     assert wait_until(lambda: rendezvous.read() is None, 60, 0.5), rendezvous.read()
     _, alive = psutil.wait_procs([java], timeout=20)

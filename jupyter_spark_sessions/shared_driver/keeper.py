@@ -140,6 +140,7 @@ class Keeper:
 
     def keep(self, record: ServerRecord) -> int:
         """Look after the running server until nothing needs it (or it died)."""
+        self._last_used = time.monotonic()  # idle from when it could be used
         crashed = False
         try:
             while not self._stop.wait(CHECK_INTERVAL):
