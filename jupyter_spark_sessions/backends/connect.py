@@ -345,8 +345,10 @@ def warm_up(url: str) -> None:
     from pyspark.sql import SparkSession
 
     session = SparkSession.builder.remote(url).create()
-    try:
-        session.range(10).count()
+    try:  # what first cells do: an aggregate, a grouping, a join, SQL, rows to pandas
+        session.range(1000).selectExpr("sum(id)").collect()
+        frame = session.range(100).selectExpr("id % 7 AS k", "id AS v")
+        frame.groupBy("k").count().join(frame, "k").toPandas()
         session.sql("SELECT 1 AS one").collect()
     finally:
         session.stop()
