@@ -24,7 +24,12 @@ WARM_CONFIG = KERNEL_CONFIG + (
 @pytest.fixture(scope="module")
 def warm_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     root = tmp_path_factory.mktemp("warm-lab")
-    with running(LabServer(root, kernel_config=WARM_CONFIG)) as server:
+    # A runtime folder of its own: the shared driver's rendezvous is there, and another
+    # module's JupyterLab (the sidebar's shared-driver test) must neither join this
+    # driver nor have this one join its own.
+    runtime = root.parent / "warm-lab-runtime"
+    env = {"JUPYTER_RUNTIME_DIR": str(runtime)}
+    with running(LabServer(root, extra_env=env, kernel_config=WARM_CONFIG)) as server:
         yield server
 
 
