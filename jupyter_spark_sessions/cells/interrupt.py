@@ -84,7 +84,8 @@ class CellInterrupts:
         self._saved = signal.signal(signal.SIGINT, self._on_interrupt)
 
     def post_run_cell(self, result: Any) -> None:
-        self._cells_ended += 1
+        if threading.current_thread() is threading.main_thread():  # not a subshell's cell
+            self._cells_ended += 1
         if self.errors.interrupted_wait is not None:
             driver.drop_interrupted_connection()
         self.errors.ended(result)
