@@ -436,10 +436,11 @@ def _stop_process(process: subprocess.Popen[bytes], timeout: float = 20) -> None
 def standalone_cluster_running(
     base: Path, workers: int = 2, timeout: float = 180
 ) -> Iterator[StandaloneCluster]:
-    """Start ``bin/spark-class ...Master`` and ``workers`` ``...Worker`` daemons (one core,
-    1 GiB each, their own SPARK_WORKER_DIR under ``base``, logs in ``base``/logs), wait
-    until the master lists them ALIVE, and stop them all afterwards. Fails with the logs'
-    tails when they do not come up within ``timeout``."""
+    """Start ``bin/spark-class ...Master`` and ``workers`` ``...Worker`` daemons (two cores,
+    2 GiB each: room for two applications' one-core executors; their own SPARK_WORKER_DIR
+    under ``base``, logs in ``base``/logs), wait until the master lists them ALIVE, and
+    stop them all afterwards. Fails with the logs' tails when they do not come up within
+    ``timeout``."""
     spark_class = pyspark_home() / "bin" / "spark-class"
     log_dir = base / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -496,9 +497,9 @@ def standalone_cluster_running(
                     "--host",
                     "127.0.0.1",
                     "--cores",
-                    "1",
+                    "2",
                     "--memory",
-                    "1g",
+                    "2g",
                     "--webui-port",
                     str(free_port()),
                     "--work-dir",
@@ -526,7 +527,7 @@ def standalone_cluster_running(
 
 @pytest.fixture(scope="session")
 def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    """A real standalone cluster (a master, two one-core workers) for the whole test run;
+    """A real standalone cluster (a master, two two-core workers) for the whole test run;
     started the first time a test asks for it."""
     with standalone_cluster_running(tmp_path_factory.mktemp("standalone")) as cluster:
         yield cluster

@@ -31,11 +31,13 @@ from typing import Any
 
 import pytest
 from conftest import SPARK_TEST_CONF, StandaloneCluster, start_extension_kernel
+from shared_driver_processes import kill_recorded_server, server_jvms
 from test_connect_kernel import ACTIVE, STANDARD_CELL, expected
 from test_job_board_kernel import board
 from test_job_board_kernel import request as protocol_request
 from tiny_wheels import make_wheel
 
+from jupyter_spark_sessions.shared_driver.rendezvous import Rendezvous
 from kernel_driver import Kernel, assert_active
 
 pytestmark = [pytest.mark.spark, pytest.mark.kernel]
@@ -225,11 +227,14 @@ class Env:
 
 
 def kernel_config(master: str) -> str:
+    # Two one-core executors, one per worker (the workers have room for another
+    # application's: the shared driver's, test_two_notebooks_share_a_driver_...).
     return (
         f"c.SparkSessionsConfig.default_master = {master!r}\n"
         "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false', "
         "'spark.ui.showConsoleProgress': 'false', 'spark.driver.host': '127.0.0.1', "
-        "'spark.driver.bindAddress': '127.0.0.1'}\n"
+        "'spark.driver.bindAddress': '127.0.0.1', 'spark.cores.max': '2', "
+        "'spark.executor.cores': '1', 'spark.executor.memory': '768m'}\n"
     )
 
 
@@ -935,6 +940,78 @@ def test_packages_reach_executors_elsewhere_as_the_sessions_archive(
         kernel.ok("_reg.config.env_shipping = 'auto'")
         if "ps" in kernel.value("_reg.names()"):
             kernel.ok("%spark_session stop ps")
+
+
+# -- the shared driver on the standalone cluster ---------------------------------------
+
+REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
+
+#: Each notebook's probe: what its session's UDF finds on the executors (its own
+#: lookup.csv, its own package's version) and where it runs (the executor's folder).
+WHERE_IT_RAN = """%%spark_session {name}
+from pyspark.sql.functions import udf
+def _where(x):
+    import os, jssclustered
+    return [open('lookup.csv').read().strip(), jssclustered.__version__, os.getcwd()]
+_seen = sorted({{tuple(r.w) for r in spark.range(0, 4, 1, 4)
+    .select(udf(_where, 'array<string>')('id').alias('w')).collect()}})
+"""
+
+
+def test_two_notebooks_share_a_driver_on_the_standalone_cluster(
+    standalone_cluster: StandaloneCluster,
+    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path: Path,
+) -> None:
+    """``shared_driver_master`` a standalone master (issue 50): two notebooks' kernels
+    start one shared server, an application of the cluster whose executors run in its
+    workers; each notebook's file of the same name and its own version of a package
+    (``--pip``: by path in the first, as the session's archive in the second, as YARN or
+    Kubernetes get it) reach those executors, each session seeing its own."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    config = (
+        f"c.SparkSessionsConfig.shared_driver_master = {standalone_cluster.url!r}\n"
+        # Beside the module's own application: one one-core executor per worker.
+        "c.SparkSessionsConfig.shared_driver_conf = {'spark.cores.max': '2', "
+        "'spark.executor.cores': '1', 'spark.executor.memory': '512m', "
+        "'spark.driver.host': '127.0.0.1', 'spark.driver.bindAddress': '127.0.0.1'}\n"
+        f"c.SparkSessionsConfig.env_cache_dir = {str(tmp_path / 'envs')!r}\n"
+    )
+    env = {"JUPYTER_RUNTIME_DIR": str(runtime), "SPARK_LOCAL_IP": "127.0.0.1"}
+    versions = {"a": "1.0", "b": "2.0"}
+    wheels = {name: make_wheel(tmp_path, "jssclustered", v) for name, v in versions.items()}
+    notebooks: dict[str, Kernel] = {}
+    try:
+        for name in ("a", "b"):
+            notebooks[name] = start_extension_kernel(tmp_path_factory, config, env=env)
+        notebooks["b"].ok(f"{REGISTRY}.config.env_shipping = 'archive'")
+        create = "%spark_session create {0} --remote shared --pip {1}"
+        out = notebooks["a"].ok(create.format("a", wheels["a"])).stdout
+        assert f"Starting the shared Spark driver ({standalone_cluster.url})" in out, out
+        out = notebooks["b"].ok(create.format("b", wheels["b"])).stdout
+        assert "Starting" not in out, out  # joined
+        assert "Its executors get it as the session's archive" in out, out
+        record = Rendezvous(runtime).read()
+        assert record is not None and [p.pid for p in server_jvms(runtime)] == [record.server_pid]
+        for name, kernel in notebooks.items():
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "lookup.csv").write_text(f"lookup of {name}\n")
+            kernel.ok(f"%spark_session add_file {name} {tmp_path / name / 'lookup.csv'}")
+        workers = [str(standalone_cluster.log_dir.parent / f"worker{n}") for n in (1, 2)]
+        for name, version in versions.items():
+            notebooks[name].ok(WHERE_IT_RAN.format(name=name))
+            seen = notebooks[name].value("_seen")
+            assert {(text, got) for text, got, _ in seen} == {(f"lookup of {name}", version)}, seen
+            assert all(cwd.startswith(tuple(workers)) for _, _, cwd in seen), (seen, workers)
+        # The master runs the shared server as one application, on both workers' cores.
+        app_id = notebooks["a"].value(f"{REGISTRY}.session('a').conf.get('spark.app.id')")
+        apps = {app["id"]: app for app in standalone_cluster.status()["activeapps"]}
+        assert apps[app_id]["cores"] == 2, apps
+    finally:
+        for kernel in notebooks.values():
+            kernel.shutdown()
+        kill_recorded_server(runtime)
 
 
 # -- what only Spark Connect has -------------------------------------------------------

@@ -149,17 +149,17 @@ def test_a_starter_that_left_before_the_first_look_still_stops_it_with_its_serve
     assert keeper.check_leases() is True
 
 
-def test_the_servers_watch_joins_the_users_plugins_class_path_and_grace(tmp_path) -> None:
+def test_the_servers_watch_joins_the_users_listeners_class_path_and_grace(tmp_path) -> None:
     heartbeat = tmp_path / "keeper.heartbeat"
     conf = watched_conf(
         {
-            "spark.plugins": "com.example.Theirs",
+            "spark.extraListeners": "com.example.Theirs",
             "spark.driver.extraClassPath": "/opt/theirs.jar",
             "spark.jss.keeperGraceSeconds": "5",
         },
         heartbeat,
     )
-    assert conf["spark.plugins"] == f"com.example.Theirs,{KEEPER_WATCH}"
+    assert conf["spark.extraListeners"] == f"com.example.Theirs,{KEEPER_WATCH}"
     class_path = conf["spark.driver.extraClassPath"].split(os.pathsep)
     assert class_path[0] == "/opt/theirs.jar" and class_path[1].endswith("jss-driver.jar")
     assert conf["spark.jss.keeperGraceSeconds"] == "5"

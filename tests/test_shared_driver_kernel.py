@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import psutil
 import pytest
 from e2e.waiting import stop_process, wait_until
+from shared_driver_processes import kill_recorded_server, server_jvms
 from test_inside_a_job_kernel import final_groups
 from test_spark_ui_proxy import JupyterServer
 
@@ -103,13 +104,10 @@ def notebooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Notebooks]:
     finally:
         for kernel in kernels:
             kernel.close()
-        record = Rendezvous(server.runtime_dir).read()
+        record = Rendezvous(server.runtime_dir).read()  # before the stop may remove it
         if server.process.poll() is None:
             server.stop()
-        if record is not None:  # never leave a server behind, whatever failed
-            for pid in (record.server_pid, record.keeper.pid):
-                if pid and psutil.pid_exists(pid):
-                    os.kill(pid, signal.SIGKILL)
+        kill_recorded_server(server.runtime_dir, record)
 
 
 def _pid(kernel: Kernel) -> int:
@@ -314,17 +312,6 @@ def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
     assert notebooks.record().id == record.id
 
 
-def _server_jvms(notebooks: Notebooks) -> list[psutil.Process]:
-    """The Java processes of this module's shared servers (their command line names the
-    rendezvous folder: the keeper's heartbeat file)."""
-    folder = str(notebooks.server.runtime_dir)
-    found = []
-    for process in psutil.process_iter(["name", "cmdline"]):
-        if process.info["name"] == "java" and folder in " ".join(process.info["cmdline"] or []):
-            found.append(process)
-    return found
-
-
 def test_kill_9_of_the_keeper_leaves_the_sessions_and_a_kernel_takes_the_server_over(
     notebooks: Notebooks,
 ) -> None:
@@ -346,7 +333,7 @@ def test_kill_9_of_the_keeper_leaves_the_sessions_and_a_kernel_takes_the_server_
     # b lives on: its view, its file, with nothing to reconnect; one server JVM.
     assert notebooks.two.value(f"{SESSION.format('b')}.table('kept_b').first().v") == 42
     assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
-    assert [p.pid for p in _server_jvms(notebooks)] == [record.server_pid]
+    assert [p.pid for p in server_jvms(notebooks.server.runtime_dir)] == [record.server_pid]
     # The keeper and every kernel gone (two's frozen: it cannot take over): the server
     # ends itself once no keeper looked after it for the grace time (10 s here).
     two = psutil.Process(_pid(notebooks.two))
@@ -358,7 +345,7 @@ def test_kill_9_of_the_keeper_leaves_the_sessions_and_a_kernel_takes_the_server_
         assert alive == [], "the server outlived its keepers"
     finally:
         two.resume()
-    assert _server_jvms(notebooks) == []
+    assert server_jvms(notebooks.server.runtime_dir) == []
     # Two's next cell says so in one line; reconnect brings b back on a new server.
     lost = notebooks.two.execute("%%spark_session b\nspark.range(3).count()")
     assert lost.status == "error" and len(lost.traceback) <= 3, lost.traceback
@@ -399,7 +386,7 @@ def test_a_corrupted_record_is_a_new_server_and_the_old_ones_sessions_run_on(
     assert notebooks.two.value(f"{SESSION.format('c')}.range(4).count()") == 4
     # b stays on the server it was made on, until its notebook lets it go.
     assert notebooks.two.value(f"{SESSION.format('b')}.range(5).count()") == 5
-    assert sorted(p.pid for p in _server_jvms(notebooks)) == sorted(
+    assert sorted(p.pid for p in server_jvms(notebooks.server.runtime_dir)) == sorted(
         [old.server_pid, new.server_pid]
     )
 
@@ -409,7 +396,7 @@ def test_the_jupyter_servers_shutdown_leaves_no_java_process(notebooks: Notebook
     keeper, java = psutil.Process(record.keeper.pid), psutil.Process(record.server_pid)
     # SIGTERM, as a user's Ctrl-C or a hub's stop: the server shuts its kernels down.
     stop_process(notebooks.server.process, notebooks.server._log)
-    others = _server_jvms(notebooks)  # a server of an earlier record too
+    others = server_jvms(notebooks.server.runtime_dir)  # a server of an earlier record too
     _, alive = psutil.wait_procs([keeper, java, *others], timeout=30)
     assert alive == [], f"still running 30 s after the Jupyter server: {alive}"
     assert notebooks.rendezvous.read() is None

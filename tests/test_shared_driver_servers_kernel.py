@@ -7,13 +7,12 @@ one); once none comes back, the driver stops and leaves no process."""
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from shared_driver_processes import kill_recorded_server, server_jvms
 from test_shared_driver_kernel import _open_notebook
 from test_spark_ui_proxy import JupyterServer
 
@@ -29,27 +28,11 @@ ROUTE = "jupyter-spark-sessions/api/shared-driver"
 COUNT = "__import__('jupyter_spark_sessions').default_registry().session('{}').range(7).count()"
 
 
-def _jvms(runtime: Path) -> list[psutil.Process]:
-    """The Java processes of shared servers of this runtime folder (their command line
-    names it: the keeper's heartbeat file)."""
-    found = []
-    for process in psutil.process_iter(["name", "cmdline"]):
-        if process.info["name"] == "java" and str(runtime) in " ".join(
-            process.info["cmdline"] or []
-        ):
-            found.append(process)
-    return found
-
-
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("shared-runtime")
     yield folder
-    record = Rendezvous(folder).read()
-    if record is not None:  # never leave a server behind, whatever failed
-        for pid in (record.server_pid, record.keeper.pid):
-            if pid and psutil.pid_exists(pid):
-                os.kill(pid, signal.SIGKILL)
+    kill_recorded_server(folder)
 
 
 def _server(tmp_path: Path, name: str, runtime: Path) -> JupyterServer:
@@ -72,7 +55,7 @@ def test_two_jupyter_servers_share_the_driver_and_each_sees_both_notebooks(
         assert one.value(COUNT.format("a")) == 7 and two.value(COUNT.format("b")) == 7
         record = Rendezvous(runtime).read()
         assert record is not None
-        assert [p.pid for p in _jvms(runtime)] == [record.server_pid]
+        assert [p.pid for p in server_jvms(runtime)] == [record.server_pid]
         for server, own in ((lab, lab_id), (classic, classic_id)):
             state = server.api("GET", ROUTE)
             seen = {n["kernel_id"]: n for n in state["notebooks"]}
@@ -101,7 +84,7 @@ def test_a_restarted_jupyter_servers_notebook_joins_the_running_driver(
             assert three.value(COUNT.format("c")) == 7
             now = Rendezvous(runtime).read()
             assert now is not None and now.id == record.id
-            assert [p.pid for p in _jvms(runtime)] == [record.server_pid]
+            assert [p.pid for p in server_jvms(runtime)] == [record.server_pid]
         finally:
             three.close()
     finally:
@@ -110,5 +93,5 @@ def test_a_restarted_jupyter_servers_notebook_joins_the_running_driver(
     keeper, java = psutil.Process(record.keeper.pid), psutil.Process(record.server_pid)
     _, alive = psutil.wait_procs([keeper, java], timeout=60)
     assert alive == [], alive
-    assert Rendezvous(runtime).read() is None and _jvms(runtime) == []
+    assert Rendezvous(runtime).read() is None and server_jvms(runtime) == []
     assert not isinstance(Rendezvous(runtime).read(), ServerRecord)

@@ -1,20 +1,16 @@
 package jss;
 
 import java.io.File;
-import java.util.Collections;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.apache.spark.SparkContext;
-import org.apache.spark.api.plugin.DriverPlugin;
-import org.apache.spark.api.plugin.ExecutorPlugin;
-import org.apache.spark.api.plugin.PluginContext;
-import org.apache.spark.api.plugin.SparkPlugin;
+import org.apache.spark.SparkConf;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Ends the shared Spark Connect server when no keeper has looked after it for a while
- * ({@code spark.plugins}, set by shared_driver/keeper.py).
+ * ({@code spark.extraListeners}, set by shared_driver/keeper.py).
  *
  * <p>The server outlives its keeper on purpose: a keeper killed outright must not take
  * every notebook's sessions with it, and the next kernel that finds the keeper gone
@@ -24,34 +20,37 @@ import org.slf4j.LoggerFactory;
  * {@code spark.jss.keeperGraceSeconds} (60) of this JVM's monotonic time, the server
  * exits (Spark's shutdown hooks stop the context). Monotonic: a laptop's sleep, which
  * stops the keeper's clock too, does not count.
+ *
+ * <p>A listener, not a Spark plugin: Spark makes listeners on the driver only, where a
+ * plugin's class is loaded by every executor too, whose class path (a cluster's) does
+ * not have this jar.
  */
-public final class KeeperWatch implements SparkPlugin {
+public final class KeeperWatch extends SparkListener {
     static final String HEARTBEAT_CONF = "spark.jss.keeperHeartbeat";
     static final String GRACE_CONF = "spark.jss.keeperGraceSeconds";
     private static final Logger LOG = LoggerFactory.getLogger(KeeperWatch.class);
 
-    @Override
-    public DriverPlugin driverPlugin() {
-        return new DriverPlugin() {
-            @Override
-            public Map<String, String> init(SparkContext context, PluginContext plugin) {
-                String path = context.conf().get(HEARTBEAT_CONF, "");
-                if (!path.isEmpty()) {
-                    long grace = (long) (context.conf().getDouble(GRACE_CONF, 60.0) * 1000);
-                    Thread watch = new Thread(() -> watch(new File(path), grace), "jss-keeper-watch");
-                    watch.setDaemon(true);
-                    watch.start();
-                }
-                return Collections.emptyMap();
-            }
-        };
+    private final Thread watch;
+
+    /** Made by Spark for {@code spark.extraListeners}, on the driver only. */
+    public KeeperWatch(SparkConf conf) {
+        String path = conf.get(HEARTBEAT_CONF, "");
+        if (path.isEmpty()) {
+            watch = null;
+            return;
+        }
+        long grace = (long) (conf.getDouble(GRACE_CONF, 60.0) * 1000);
+        watch = new Thread(() -> watch(new File(path), grace), "jss-keeper-watch");
+        watch.setDaemon(true);
+        watch.start();
     }
 
     @Override
-    public ExecutorPlugin executorPlugin() {
-        return null;
+    public void onApplicationEnd(SparkListenerApplicationEnd end) {
+        if (watch != null) {
+            watch.interrupt();
+        }
     }
-
     private static void watch(File heartbeat, long graceMs) {
         long seen = heartbeat.lastModified();
         long seenAt = System.nanoTime();

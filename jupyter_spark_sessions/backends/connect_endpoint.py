@@ -36,7 +36,8 @@ class Endpoint:
     #: That secret, for this kernel's own reads of the UI's REST API (the stages of its
     #: sessions' operations: ``server_stages``); never shown.
     ui_secret: str = field(default="", repr=False)
-    #: The server is this kernel's (``--remote local``): its workers run on this machine.
+    #: Its workers run on this machine (``--remote local``'s; the shared server's on a
+    #: local master or a standalone one here).
     local: bool = False
     #: The server of this user's notebooks (``--remote shared``).
     shared: bool = False

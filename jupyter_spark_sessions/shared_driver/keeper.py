@@ -59,7 +59,7 @@ GRACE = 60.0
 #: come back (a restart: its notebooks join the running server) before it stops
 #: (``shared_driver_restart_grace``).
 RESTART_GRACE = 30.0
-#: The plugin (in the project's jar) that ends a server nobody keeps.
+#: The listener (in the project's jar, on the driver only) that ends a server nobody keeps.
 KEEPER_WATCH = "jss.KeeperWatch"
 
 
@@ -276,13 +276,14 @@ class AdoptedServer:
 
 def watched_conf(conf: dict[str, str], heartbeat: Path) -> dict[str, str]:
     """``conf`` with the watch that ends a server no keeper looks after (the user's own
-    plugins and class path kept)."""
-    plugins = [p for p in conf.get("spark.plugins", "").split(",") if p.strip()]
+    listeners and class path kept). The jar is on the driver's class path only: nothing
+    of it runs on executors (a cluster's do not have it)."""
+    listeners = [p for p in conf.get("spark.extraListeners", "").split(",") if p.strip()]
     class_path = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
     return {
         "spark.jss.keeperGraceSeconds": str(GRACE),  # the user's value below wins
         **conf,
-        "spark.plugins": ",".join([*plugins, KEEPER_WATCH]),
+        "spark.extraListeners": ",".join([*listeners, KEEPER_WATCH]),
         "spark.driver.extraClassPath": os.pathsep.join([*class_path, str(driver_jar.JAR)]),
         "spark.jss.keeperHeartbeat": str(heartbeat),
     }

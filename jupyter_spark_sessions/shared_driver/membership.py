@@ -25,6 +25,7 @@ from pathlib import Path
 from ..backends.connect_endpoint import Endpoint
 from ..backends.java_runtime import require_java
 from ..backends.jvm_reaper import reap_when_it_exits
+from ..backends.local_master import workers_on_this_machine
 from ..config import SparkSessionsConfig
 from ..errors import ConnectError
 from ..session_root import open_private
@@ -337,7 +338,9 @@ def endpoint_of(record: ServerRecord) -> Endpoint:
         ui_url=f"http://127.0.0.1:{record.ui_port}" if record.ui_port else "",
         ui_protected=bool(record.ui_secret),
         ui_secret=record.ui_secret,
-        local=record.master.startswith("local"),
+        # Its workers run here for a local master or a standalone one on this machine (as
+        # for a kernel's own context): a session's packages are then used by path.
+        local=workers_on_this_machine(record.master),
         shared=True,
     )
 
