@@ -2,7 +2,8 @@
 read from the run's results folder (build/test-results: `targets.txt`, written by the
 Makefile, one ``<target> <seconds>`` line per timed target, ``test`` for the whole run
 after set-up; each pytest target's JUnit XML and
-the process census beside it, written by tests/conftest.py).
+the process census and the CPU seconds per module beside it, written by
+tests/conftest.py).
 
     python scripts/test_times.py [RESULTS] [--update CONTRIBUTING.md] [--json FILE]
 
@@ -76,10 +77,19 @@ def tables(results: Path) -> str:
         lines.append(f"| {label} | {minutes(seconds)} | " + " | ".join(cells) + " |")
     for xml in sorted(results.glob("*.xml")):
         modules = read_modules(xml)
-        lines += ["", f"`make {xml.stem}`, per module (setup, call and teardown of its tests):", ""]
-        lines += ["| module | tests | seconds |", "|---|---:|---:|"]
+        cpu_file = xml.with_suffix(".cpu.json")
+        cpu = json.loads(cpu_file.read_text()) if cpu_file.exists() else {}
+        lines += ["", f"`make {xml.stem}`, per module (setup, call and teardown of its tests;"]
+        lines += ["CPU: seconds of every process it ran, tests/cpu_per_module.py):", ""]
+        lines += ["| module | tests | seconds | CPU s |", "|---|---:|---:|---:|"]
         for module, (count, seconds) in sorted(modules.items(), key=lambda m: -m[1][1]):
-            lines.append(f"| {module} | {count} | {seconds:.0f} |")
+            used = f"{cpu[module]:.0f}" if module in cpu else ""
+            lines.append(f"| {module} | {count} | {seconds:.0f} | {used} |")
+        if cpu:
+            lines.append(
+                f"| all | {sum(n for n, _ in modules.values())} | "
+                f"{sum(s for _, s in modules.values()):.0f} | {sum(cpu.values()):.0f} |"
+            )
     return "\n".join(lines) + "\n"
 
 

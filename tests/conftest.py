@@ -24,6 +24,7 @@ from typing import Any
 
 import jvm_options
 import pytest
+from cpu_per_module import CpuPerModule
 from process_census import ProcessCensus, summary_line
 
 from kernel_driver import Kernel, start_with_profile
@@ -35,7 +36,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 def pytest_configure(config: pytest.Config) -> None:
     """Every JVM of the run starts with jvm_options (C1 only, Spark's classes from a
     class-data archive): made once per virtualenv, before any worker starts, so xdist's
-    workers inherit the options."""
+    workers inherit the options. CPU seconds are counted per module (cpu_per_module)."""
+    config.pluginmanager.register(CpuPerModule(config), "cpu-per-module")
     if "not spark" in (config.getoption("markexpr") or ""):
         return  # `make check`: no JVM
     if "JSS_TEST_JVM_OPTIONS" not in os.environ:

@@ -1,0 +1,67 @@
+"""How many CPU seconds each test module cost: on a machine of two cores, which the
+suite keeps busy, a module's CPU time is what its place in `make test`'s wall time
+costs, where its wall time also counts waiting. Per test, the CPU time of the pytest
+process, of the processes it started and waited for, and of its live descendants
+(kernels, JVMs, servers, browsers) is read before and after; the difference goes to
+the test's module. A process that outlives its module (the run's shared kernel) is
+counted where its time is spent."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process, its waited-for children and its live descendants."""
+    own = os.times()
+    total = own.user + own.system + own.children_user + own.children_system
+    for process in psutil.Process().children(recursive=True):
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # ended between the listing and the look
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+class CpuPerModule:
+    """A pytest plugin: CPU seconds per module, written as JSON beside the JUnit XML
+    (``<xml>.cpu.json``; from xdist's workers through the controller)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[Any]:
+        before = cpu_seconds()
+        try:
+            return (yield)
+        finally:
+            # A descendant that ended unwaited takes its time along: never below 0.
+            self.seconds[item.nodeid.split("::")[0]] += max(0.0, cpu_seconds() - before)
+
+    def pytest_sessionfinish(self) -> None:
+        if hasattr(self.config, "workerinput"):  # an xdist worker: to the controller
+            self.config.workeroutput["cpu_per_module"] = json.dumps(self.seconds)
+        else:
+            self._write()
+
+    def pytest_testnodedown(self, node: Any) -> None:  # the controller, per worker
+        found = json.loads(getattr(node, "workeroutput", {}).get("cpu_per_module", "{}"))
+        for module, seconds in found.items():
+            self.seconds[module] += seconds
+
+    def _write(self) -> None:
+        xml = self.config.getoption("xmlpath", None)
+        if xml:
+            path = Path(xml).with_suffix(".cpu.json")
+            path.write_text(json.dumps(dict(sorted(self.seconds.items())), indent=1))
