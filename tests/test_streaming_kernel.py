@@ -467,12 +467,14 @@ def test_a_query_started_in_another_querys_foreach_batch_is_its_sessions(
 
 
 def test_the_board_stays_bounded_however_long_a_query_runs(streams: Kernel) -> None:
-    # long_b has made a batch every 100 ms since the module began, while the other tests
-    # ran: what the board holds for it at 60 s against at 10 s (measured by the first
-    # test). An hour's worth: tests/test_streaming_queries.py.
+    # long_b has made a batch every 100 ms (less often on a loaded machine) since the
+    # module began, while the other tests ran: what the board holds for it after 200
+    # batches against at 10 s (measured by the first test). An hour's worth:
+    # tests/test_streaming_queries.py.
     wait_until(lambda: streams.value("_time.monotonic() - _long_started") >= 60, 90, 1.0)
+    wait_until(lambda: query_on_board(streams, "long_b")["batch_id"] > 200, 180, 1.0)
     at_60 = long_query_share_of_the_board(streams)
     long_b = query_on_board(streams, "long_b")
-    assert long_b["batch_id"] > 200, long_b["batch_id"]  # it really ran that fast
+    assert long_b["batch_id"] > 200, long_b["batch_id"]  # it really ran that long
     assert len(long_b["history"]) <= HISTORY_POINTS
     assert at_60 <= 2 * SIZES["at_10"], (SIZES, at_60)

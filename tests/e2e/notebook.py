@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from .lab import LabServer
 
 SETUP_CELL = "%load_ext jupyter_spark_sessions\n%spark_session create a\n%spark_session create b"
@@ -139,11 +141,20 @@ def open_sidebar_notebook7(page: Any) -> Any:
 
 
 def wait_for_sessions(sidebar: Any, *names: str) -> None:
-    """Wait until the sidebar lists each session of ``names``."""
+    """Wait until the sidebar lists each session of ``names``; when one never shows,
+    fail with what the sidebar and the notebook's cells showed instead."""
     for name in names:
-        sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
-            timeout=120_000
-        )
+        try:
+            sidebar.locator(f"[data-testid='jss-session'][data-session='{name}']").wait_for(
+                timeout=120_000
+            )
+        except PlaywrightTimeout:
+            cells = sidebar.page.locator(f"{SHOWN} .jp-Notebook .jp-Cell")
+            shown = [cells.nth(i).inner_text()[-300:] for i in range(cells.count())]
+            raise AssertionError(
+                f"session {name!r} not listed within 120 s; the sidebar: "
+                f"{sidebar.inner_text()[:500]!r}; the cells: {shown!r}"
+            ) from None
 
 
 def assert_inside(inner: Any, outer: Any) -> None:

@@ -283,9 +283,18 @@ def check_highlighting(page: Any) -> None:
 
 
 def completer_items(page: Any) -> list[str]:
+    """The completer's items once its list stopped growing: JupyterLab renders a long
+    list in batches (a loaded machine showed the first six only)."""
     items = page.locator(".jp-Completer:visible .jp-Completer-item .jp-Completer-match")
     items.first.wait_for(timeout=30_000)
-    return [item.inner_text() for item in items.all()]
+    shown: list[str] = []
+    deadline = time.monotonic() + 10
+    while True:
+        page.wait_for_timeout(300)
+        now = [item.inner_text() for item in items.all()]
+        if now == shown or time.monotonic() > deadline:
+            return now
+        shown = now
 
 
 def test_a_sql_cell_completes_from_its_session_and_is_highlighted_as_sql(
