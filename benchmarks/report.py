@@ -13,6 +13,7 @@ import board_overhead_render
 import board_scale_render
 import cell_overhead_render
 import fair_share_render
+import shared_driver_soak_render
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -723,6 +724,7 @@ RENDERERS = {
     "sql_cell": _sql_cell,
     "shared_driver": _shared_driver,
     "shared_driver_prewarm": _shared_driver_prewarm,
+    "shared_driver_soak": shared_driver_soak_render.render,
     "streaming_queries": _streaming_queries,
 }
 
