@@ -265,6 +265,7 @@ bench: setup
 	$(BIN)/python benchmarks/streaming_queries.py
 	$(BIN)/python benchmarks/shared_driver.py
 	$(BIN)/python benchmarks/shared_driver_prewarm.py
+	$(BIN)/python benchmarks/connect_client_cost.py
 	$(BIN)/python benchmarks/shared_driver_soak.py  # an hour
 	$(BIN)/python benchmarks/report.py
 

@@ -704,7 +704,44 @@ a first query of a kind not warmed (a UDF, a file read) pays its own first time.
 """
 
 
+def _connect_client_cost(r: dict[str, Any]) -> str:
+    ext, plain = r["median"]["extension"], r["median"]["plain"]
+    spread = {
+        side: f"{min(x['in_cell_s'] for x in runs):.2f}-{max(x['in_cell_s'] for x in runs):.2f}"
+        for side, runs in r["runs"].items()
+    }
+    job = (
+        f"{ext['job_in_cell_s']:.2f} s / {plain['job_in_cell_s']:.2f} s = "
+        f"**{r['job_ratio']:.3f}** (runs {spread['extension']} / {spread['plain']} s; "
+        f"at the client {r['job_cell_ratio']:.3f})"
+    )
+    empty = (
+        f"{ext['empty_cell_ms']:.1f} ms / {plain['empty_cell_ms']:.1f} ms: "
+        f"+{r['empty_cell_extra_ms']:.1f} ms"
+    )
+    load = r["load_average_1m"]
+    met = "yes" if r["meets_target"] else "NO"
+    title = "The extension's own cost on a Connect session"
+    return f"""## {title} (`benchmarks/connect_client_cost.py`)
+
+One shared-driver server (`local[2]`), two real kernels on it: a session with the
+extension (`create a --remote shared`, then `use a`: every cell bound, the board and the
+in-cell progress at work) against a plain Spark Connect client
+(`SparkSession.builder.remote(url).getOrCreate()`, no extension loaded), {r["rounds"]} runs
+each in ABBA order after one unmeasured each. 1-minute load average {load["before"]:.1f}
+before, {load["after"]:.1f} after.
+
+| figure | measured | target |
+|---|---|---|
+| 20,000-task job, in the cell: extension / plain (medians) | {job} | <= {r["target"]} |
+| an empty cell at the client (medians of 30) | {empty} | |
+
+Target met: **{met}** (measured {r["measured_at"]}).
+"""
+
+
 RENDERERS = {
+    "connect_client_cost": _connect_client_cost,
     "sql_completion": _sql_completion,
     "diagnosis_corpus": _diagnosis_corpus,
     "many_stages": _many_stages,

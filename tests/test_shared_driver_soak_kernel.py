@@ -40,8 +40,8 @@ def test_every_cell_was_right_and_read_its_own_notebooks_file(soaked: dict[str, 
 def test_kernels_were_restarted_and_shut_down_and_their_sessions_left(
     soaked: dict[str, Any],
 ) -> None:
+    # (How long a restart takes under CI's load is the benchmark's figure, not a bound.)
     assert sum(soaked["chaos"].values()) >= 4, soaked["chaos"]
-    assert soaked["chaos_seconds_max"] < 15
     assert soaked["verdicts"]["no_lease_left"]
 
 
