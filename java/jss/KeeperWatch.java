@@ -51,6 +51,7 @@ public final class KeeperWatch extends SparkListener {
             watch.interrupt();
         }
     }
+
     private static void watch(File heartbeat, long graceMs) {
         long seen = heartbeat.lastModified();
         long seenAt = System.nanoTime();
