@@ -32,10 +32,13 @@ process of the run is left.
 
 Verdicts (all must hold): every cell right, every file its own notebook's, no lease of a
 gone kernel left (within 15 s), heap after GC within 1.25x + 32 MB of the idle baseline,
-threads within 10 of it, nothing left after the stop. Counted apart: the Python worker
+no kind of thread (named alike, ``jcmd Thread.print``) grown by more than 8 but the
+workers of Spark's bounded pools (``BOUNDED_POOLS``: they fill up to their size once and
+shrink slowly; a leak per session grows by the sessions made), nothing left after the
+stop. Counted apart: the Python worker
 daemons Spark keeps after their session ended (one per session that ran Python, four
 threads each; Spark stops them only with the driver), reported as
-``python_daemons``; the thread verdict leaves their threads out.
+``python_daemons``; the thread verdict leaves their four kinds of thread out.
 
 Run: ``python benchmarks/shared_driver_soak.py`` (``--minutes M --notebooks N``;
 ``--quick``: 3 minutes, 4 notebooks, results to a temp file); writes
@@ -80,8 +83,17 @@ CONFIG = (
     "c.SparkSessionsConfig.shared_driver_idle_timeout = 3600.0\n"
     "c.SparkSessionsConfig.shared_driver_restart_grace = 5.0\n"
 )
-HEAP_FACTOR, HEAP_SLACK_MB, THREAD_SLACK = 1.25, 32.0, 10
-THREADS_PER_DAEMON = 4
+HEAP_FACTOR, HEAP_SLACK_MB = 1.25, 32.0
+#: A kind of thread (threads named alike) may grow by this many: Spark's bounded pools
+#: (task results, RPC, Netty) fill up to their size once. A leak per session grows by
+#: about the number of sessions the soak made (dozens in 3 minutes).
+GROUP_SLACK = 8
+#: The threads of one Python worker daemon Spark keeps (``python_daemons``).
+DAEMON_THREADS = ("process reaper", "Idle Worker Monitor", "stdout reader", "stderr reader")
+#: Workers of Spark's pools with a maximum size, which shrink slowly or not at all when
+#: idle: the Spark UI's Jetty pool (the boards' reads of the REST API; Jetty ends one idle
+#: thread a minute), the block manager's pools (up to 100 each), anonymous executors.
+BOUNDED_POOLS = re.compile(r"^(SparkUI-N|block-manager-[a-z-]+-thread-pool-N|pool-N-thread-N)$")
 STREAMING = 2  # the first notebooks, which run a streaming query
 REGISTRY = "__import__('jupyter_spark_sessions').default_registry()"
 SQL = "SELECT count(*) AS n FROM range(5000)"
@@ -301,10 +313,30 @@ def running_record(rendezvous: Rendezvous) -> ServerRecord | None:
     return record if record is not None and record.state == "running" else None
 
 
+def thread_groups(pid: int) -> Counter[str]:
+    """The JVM's threads by kind: their names (``jcmd Thread.print``) without numbers."""
+    out = subprocess.run(
+        ["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    names = re.findall(r'^"([^"]+)"', out, re.MULTILINE)
+    return Counter(re.sub(r"\d+", "N", name) for name in names)
+
+
+def grown_groups(before: Counter[str], after: Counter[str]) -> dict[str, int]:
+    """Kinds of thread there are more of ``after``, by how many (most first)."""
+    grown = {name: after[name] - before.get(name, 0) for name in after}
+    return dict(sorted(((n, g) for n, g in grown.items() if g > 0), key=lambda x: -x[1]))
+
+
 def python_daemons(pid: int) -> int:
     """The Python worker daemons (``pyspark.daemon``) the driver JVM ``pid`` runs."""
-    children = psutil.Process(pid).children()
-    return sum(1 for child in children if "pyspark.daemon" in " ".join(child.cmdline()))
+    found = 0
+    for child in psutil.Process(pid).children():
+        try:
+            found += "pyspark.daemon" in " ".join(child.cmdline())
+        except psutil.Error:  # a zombie, or gone meanwhile: no daemon of a session
+            continue
+    return found
 
 
 def settle_threads(pid: int, timeout: float = 100.0) -> None:
@@ -352,8 +384,8 @@ def soak(
             raise RuntimeError("the pre-warmed shared driver did not start within 180 s")
         record = running_record(rendezvous)
         assert record is not None
-        settle_threads(record.server_pid)  # the warm-up's pool threads gone too
         idle = server_figures(record.server_pid, gc_first=True)
+        idle_groups = thread_groups(record.server_pid)
         idle_daemons = python_daemons(record.server_pid)
         log(f"idle warm driver: {idle}")
         sampler = Sampler(record.server_pid)
@@ -416,6 +448,7 @@ def soak(
         samples = sampler.stop()
         after = server_figures(record.server_pid, gc_first=True)
         daemons = python_daemons(record.server_pid)
+        grown = grown_groups(idle_groups, thread_groups(record.server_pid))
         log(f"after every notebook left: {after}")
         server.stop()
         server_gone = wait_for(lambda: not leftovers(server.runtime_dir), 90)
@@ -426,10 +459,16 @@ def soak(
         kill_recorded_server(server.runtime_dir, record)
     heap_ok = after["heap_mb"] <= idle["heap_mb"] * HEAP_FACTOR + HEAP_SLACK_MB
     # Spark keeps the Python worker daemon of every session that ran Python, and its four
-    # threads (reaper, idle monitor, stdout and stderr readers), after the session
-    # ended: counted apart (``python_daemons_left``), the other threads must be back.
-    kept = daemons - idle_daemons
-    threads_ok = after["threads"] - THREADS_PER_DAEMON * kept <= idle["threads"] + THREAD_SLACK
+    # threads, after the session ended: counted apart (``python_daemons``); no other kind
+    # of thread may grow by more than a bounded pool does.
+    leaking = {
+        name: more
+        for name, more in grown.items()
+        if more > GROUP_SLACK
+        and not name.startswith(DAEMON_THREADS)
+        and not BOUNDED_POOLS.match(name)
+    }
+    threads_ok = not leaking
     verdicts = {
         "every_cell_right": not tally.failures,
         "no_lease_left": leases_left,
@@ -454,6 +493,7 @@ def soak(
         "with_notebooks": with_notebooks,
         "after_notebooks_left": after,
         "python_daemons": {"idle": idle_daemons, "after_notebooks_left": daemons},
+        "threads_grown": grown,
         "left_after_stop": left,
         "samples": samples,
         "verdicts": verdicts,

@@ -41,10 +41,13 @@ def render(r: dict[str, Any]) -> str:
             "<= 1.25x + 32 MB",
         ),
         (
-            "threads: idle / after",
-            f"{idle['threads']:.0f} / {after['threads']:.0f}",
-            "<= idle + 10",
+            "threads: idle / after (the kinds that grew most)",
+            f"{idle['threads']:.0f} / {after['threads']:.0f} ("
+            + ", ".join(f"{name}: +{n}" for name, n in list(r.get("threads_grown", {}).items())[:5])
+            + ")",
+            "no kind grown by more than 8 but the daemons' and bounded pools'",
         ),
+        ("threads while the notebooks ran, every 10 minutes", _every_ten_minutes(r), "flat"),
         (
             "RSS: idle / with the notebooks / after",
             f"{idle['rss_mb']:.0f} / {r['with_notebooks']['rss_mb']:.0f} / "
@@ -91,6 +94,17 @@ that ran Python; the shared driver does not release them yet (it would reach int
 
 ![The shared driver's RSS, heap and threads over the soak](images/shared-driver-soak.svg)
 """
+
+
+def _every_ten_minutes(r: dict[str, Any]) -> str:
+    """The thread count at each 10-minute mark of the run (a leak per session climbs)."""
+    marks, shown = [], set()
+    for sample in r["samples"]:
+        minute = int(sample["t"] // 600) * 10
+        if minute not in shown:
+            shown.add(minute)
+            marks.append(f"{minute} min: {sample['threads']:.0f}")
+    return ", ".join(marks)
 
 
 def _panel(samples: list[dict[str, float]], key: str, title: str, colour: str, top: int) -> str:

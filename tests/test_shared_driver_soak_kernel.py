@@ -50,11 +50,7 @@ def test_the_drivers_heap_is_back_to_its_idle_level(soaked: dict[str, Any]) -> N
 
 
 def test_the_drivers_threads_are_back_to_their_idle_level(soaked: dict[str, Any]) -> None:
-    assert soaked["verdicts"]["threads_back"], (
-        soaked["idle_driver"],
-        soaked["after_notebooks_left"],
-        soaked["python_daemons"],
-    )
+    assert soaked["verdicts"]["threads_back"], (soaked["threads_grown"], soaked["python_daemons"])
 
 
 def test_nothing_is_left_once_the_jupyter_server_stopped(soaked: dict[str, Any]) -> None:
