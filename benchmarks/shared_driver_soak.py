@@ -42,8 +42,8 @@ threads each; Spark stops them only with the driver), reported as
 
 Run: ``python benchmarks/shared_driver_soak.py`` (``--minutes M --notebooks N``;
 ``--quick``: 3 minutes, 4 notebooks, results to a temp file); writes
-benchmarks/results/shared_driver_soak.json. tests/test_shared_driver_soak_kernel.py runs
-the quick version in CI.
+benchmarks/results/shared_driver_soak.json. The soak tests of
+tests/test_shared_driver_kernel.py run the quick version in CI.
 """
 
 from __future__ import annotations

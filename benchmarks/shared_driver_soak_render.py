@@ -83,8 +83,8 @@ place). Machine: {r["machine"]["cpus"]} cores, PySpark {r["machine"]["pyspark"]}
 |---|---|---|
 {table}
 
-All verdicts met: **{met}**. tests/test_shared_driver_soak_kernel.py runs it for 3 minutes
-with 4 notebooks in CI. The thread verdict leaves out the threads of the Python worker
+All verdicts met: **{met}**. tests/test_shared_driver_kernel.py (its soak tests) runs it
+for 3 minutes with 4 notebooks in CI. The thread verdict leaves out the threads of the Python worker
 daemons Spark keeps: Spark (4.3) keys a Python worker factory by the session's artifact
 UUID and stops none when a Spark Connect session ends, so a driver that served many
 sessions keeps one idle `pyspark.daemon` process (and four JVM threads) per session

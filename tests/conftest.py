@@ -92,7 +92,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 #: within 120 s, beside the Notebook 7 module and the identity stories).
 SLOWEST_MODULES = (
     "test_session_identity_kernel.py",
-    "test_shared_driver_soak_kernel.py",  # 3 minutes of soak: mostly waiting
     "test_notebook7_browser.py",
     "test_connect_kernel.py",
     "test_recovery_kernel.py",
