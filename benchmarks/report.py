@@ -736,8 +736,17 @@ before, {load["after"]:.1f} after.
 | 20,000-task job, in the cell: extension / plain (medians) | {job} | <= {r["target"]} |
 | an empty cell at the client (medians of 30) | {empty} | |
 
-Target met: **{met}** (measured {r["measured_at"]}).
+Target met: **{met}** (measured {r["measured_at"]}).{_loaded_note(load)}
 """
+
+
+def _loaded_note(load: dict[str, float]) -> str:
+    if max(load.values()) < 2:
+        return ""
+    return (
+        "\n\nMeasured beside other work (the soak ran meanwhile): the runs spread wider than"
+        " the two sides differ; a quiet machine's figure is still to take."
+    )
 
 
 RENDERERS = {
