@@ -32,8 +32,10 @@ def render(r: dict[str, Any]) -> str:
         ),
         (
             "kernels restarted / shut down",
-            f"{chaos}; sessions released within {r['chaos_seconds_max']:.1f} s at most",
-            "within 15 s",
+            f"{chaos}; each (the restart or the new notebook, its sessions made again) took "
+            f"{r['chaos_seconds_max']:.1f} s at most; the gone process's sessions released "
+            "within 15 s each time (a failure says otherwise)",
+            "released within 15 s",
         ),
         (
             "heap in use after a full GC: idle warm driver / after every notebook left",
@@ -42,9 +44,7 @@ def render(r: dict[str, Any]) -> str:
         ),
         (
             "threads: idle / after (the kinds that grew most)",
-            f"{idle['threads']:.0f} / {after['threads']:.0f} ("
-            + ", ".join(f"{name}: +{n}" for name, n in list(r.get("threads_grown", {}).items())[:5])
-            + ")",
+            f"{idle['threads']:.0f} / {after['threads']:.0f} ({_grown(r)})",
             "no kind grown by more than 8 but the daemons' and bounded pools'",
         ),
         ("threads while the notebooks ran, every 10 minutes", _every_ten_minutes(r), "flat"),
@@ -94,6 +94,15 @@ that ran Python; the shared driver does not release them yet (it would reach int
 
 ![The shared driver's RSS, heap and threads over the soak](images/shared-driver-soak.svg)
 """
+
+
+def _grown(r: dict[str, Any]) -> str:
+    if "threads_grown" not in r:  # a run before the kinds were recorded
+        return (
+            "kinds not recorded in this run, whose verdict was the total less four per "
+            "daemon within 10 of idle"
+        )
+    return ", ".join(f"{name}: +{n}" for name, n in list(r["threads_grown"].items())[:5])
 
 
 def _every_ten_minutes(r: dict[str, Any]) -> str:
