@@ -69,6 +69,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from e2e.waiting import wait_until
 from shared_driver_processes import kill_recorded_server, server_jvms
 from test_shared_driver_kernel import _open_notebook  # a notebook's kernel, through the server
 from test_spark_ui_proxy import JupyterServer  # a real Jupyter server, its own runtime folder
@@ -299,15 +300,6 @@ def where(error: BaseException) -> str:
     return f"{type(error).__name__}: {error} ({Path(frame.filename).name}:{frame.lineno})"
 
 
-def wait_for(condition: Any, timeout: float, every: float = 0.5) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(every)
-    return bool(condition())
-
-
 def running_record(rendezvous: Rendezvous) -> ServerRecord | None:
     record = rendezvous.read()
     return record if record is not None and record.state == "running" else None
@@ -380,7 +372,7 @@ def soak(
     release_seconds: list[float] = []
     record = None
     try:
-        if not wait_for(lambda: running_record(rendezvous) is not None, 180):
+        if not wait_until(lambda: running_record(rendezvous) is not None, 180, 0.5):
             raise RuntimeError("the pre-warmed shared driver did not start within 180 s")
         record = running_record(rendezvous)
         assert record is not None
@@ -428,7 +420,9 @@ def soak(
                         opened[slot] = Notebook(server, f"nb{names}", base / "files", False)
                         names += 1
                 # The old kernel process's sessions leave the driver with its lease.
-                if not wait_for(lambda pid=old_pid: not held_by(rendezvous, record, pid), 15):
+                if not wait_until(
+                    lambda pid=old_pid: not held_by(rendezvous, record, pid), 15, 0.5
+                ):
                     tally.failed(f"{what} of {victim.name}: its sessions still held after 15 s")
                 release_seconds.append(time.monotonic() - began)
                 chaos[what] += 1
@@ -441,8 +435,8 @@ def soak(
             notebook.check_streaming(tally)
         for notebook in opened:
             notebook.close()
-        leases_left = wait_for(
-            lambda: not any(lease.sessions for lease in rendezvous.leases(record)), 30
+        leases_left = wait_until(
+            lambda: not any(lease.sessions for lease in rendezvous.leases(record)), 30, 0.5
         )
         settle_threads(record.server_pid)
         samples = sampler.stop()
@@ -451,7 +445,7 @@ def soak(
         grown = grown_groups(idle_groups, thread_groups(record.server_pid))
         log(f"after every notebook left: {after}")
         server.stop()
-        server_gone = wait_for(lambda: not leftovers(server.runtime_dir), 90)
+        server_gone = wait_until(lambda: not leftovers(server.runtime_dir), 90, 0.5)
         left = leftovers(server.runtime_dir)
     finally:
         if server.process.poll() is None:
