@@ -45,7 +45,7 @@ def render(r: dict[str, Any]) -> str:
         (
             "threads: idle / after (the kinds that grew most)",
             f"{idle['threads']:.0f} / {after['threads']:.0f} ({_grown(r)})",
-            "no kind grown by more than 8 but the daemons' and bounded pools'",
+            "no kind grown by more than 8 but Spark's bounded pools'",
         ),
         ("threads while the notebooks ran, every 10 minutes", _every_ten_minutes(r), "flat"),
         (
@@ -56,10 +56,9 @@ def render(r: dict[str, Any]) -> str:
         ),
         (
             "Python worker daemons of the driver: idle / after every notebook left",
-            f"{r['python_daemons']['idle']} / {r['python_daemons']['after_notebooks_left']} "
-            "(Spark keeps one per session that ran Python, with four threads, until the "
-            "driver stops: not yet released, see below)",
-            "",
+            f"{r['python_daemons']['idle']} / {r['python_daemons']['after_notebooks_left']}"
+            + ("" if "python_daemons_released" in verdicts else " (not yet released then)"),
+            "as idle, within 90 s",
         ),
         ("processes left once the Jupyter server stopped", str(len(r["left_after_stop"])), "0"),
     ]
@@ -84,13 +83,12 @@ place). Machine: {r["machine"]["cpus"]} cores, PySpark {r["machine"]["pyspark"]}
 {table}
 
 All verdicts met: **{met}**. tests/test_shared_driver_kernel.py (its soak tests) runs it
-for 3 minutes with 4 notebooks in CI. The thread verdict leaves out the threads of the Python worker
-daemons Spark keeps: Spark (4.3) keys a Python worker factory by the session's artifact
-UUID and stops none when a Spark Connect session ends, so a driver that served many
-sessions keeps one idle `pyspark.daemon` process (and four JVM threads) per session
-that ran Python; the shared driver does not release them yet (it would reach into
-`SparkEnv`'s private map on `SparkListenerConnectSessionClosed`). The driver over the run
-(sampled every 5 s):
+for 3 minutes with 4 notebooks in CI. Spark (4.3) keys a Python worker daemon by the
+session's artifact UUID and stops none when a Spark Connect session ends: a driver that
+served many sessions would keep one idle `pyspark.daemon` process (and four JVM threads)
+per session that ran Python. `jss.EndedSessionDaemons`, on every Connect server this
+project starts, stops those of sessions the server no longer has (looking every 30 s).
+The driver over the run (sampled every 5 s):
 
 ![The shared driver's RSS, heap and threads over the soak](images/shared-driver-soak.svg)
 """

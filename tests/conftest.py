@@ -63,7 +63,9 @@ SPARK_TEST_CONF = (
     "c.SparkSessionsConfig.context_conf = {'spark.ui.enabled': 'false', "
     "'spark.ui.showConsoleProgress': 'false'}\n"
     "c.SparkSessionsConfig.connect_master = 'local[2]'\n"
-    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'false'}\n"
+    # (Ended sessions' Python daemons looked for every second, not every 30: a test waits.)
+    "c.SparkSessionsConfig.connect_conf = {'spark.ui.enabled': 'false', "
+    "'spark.jss.endedSessionSweepSeconds': '1'}\n"
     "c.SparkSessionsConfig.connect_retry_seconds = 3.0\n"
 )
 

@@ -331,6 +331,52 @@ def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: K
     assert in_session(kernel, "c1", "spark.range(5).count()") == 5
 
 
+SERVER_DAEMONS = (
+    "import psutil as _psutil\n"
+    "def _server_daemons():  # the daemons, not the workers they fork\n"
+    "    found = 0\n"
+    "    for child in _psutil.Process({registry}.pid).children(recursive=True):\n"
+    "        try:\n"
+    "            daemon = 'pyspark.daemon' in ' '.join(child.cmdline())\n"
+    "            found += daemon and 'pyspark.daemon' not in ' '.join(child.parent().cmdline())\n"
+    "        except (_psutil.Error, AttributeError):  # a zombie, gone meanwhile\n"
+    "            pass\n"
+    "    return found"
+).format(registry=connect_registry("local_connect_server"))
+
+
+def test_a_stopped_sessions_python_daemon_ends_on_the_server_and_the_others_run_on(
+    kernel: Kernel,
+) -> None:
+    # Spark keeps a Python worker daemon per Connect session that ran Python, for the
+    # server's life; jss.EndedSessionDaemons stops an ended session's (looking every
+    # second here: conftest's connect_conf).
+    kernel.ok(SERVER_DAEMONS)
+    udf_cell = "%%spark_session {}\nspark.range(4).select(read_lookup('id')).collect()"
+    kernel.ok("%spark_session create d1 --remote local\n%spark_session create d2 --remote local")
+    before = kernel.value("_server_daemons()")
+    for name in ("d1", "d2", "c1"):
+        kernel.ok(udf_cell.format(name))
+    assert kernel.value("_server_daemons()") >= before + 2  # d1's and d2's at least
+    with_both = kernel.value("_server_daemons()")
+    kernel.ok("%spark_session stop d1")
+    kernel.ok(
+        "import time as _time\n_deadline = _time.monotonic() + 30\n"
+        f"while _server_daemons() > {with_both - 1} and _time.monotonic() < _deadline:\n"
+        "    _time.sleep(0.5)"
+    )
+    assert kernel.value("_server_daemons()") == with_both - 1
+    # The live sessions' workers still serve them; d2 ended later ends its own too.
+    assert (
+        "[Row"
+        in kernel.ok(udf_cell.format("d2")).stdout
+        + kernel.ok(
+            "%%spark_session c1\nprint(spark.range(2).select(read_lookup('id')).collect())"
+        ).stdout
+    )
+    kernel.ok("%spark_session stop d2")
+
+
 def test_adopted_connect_session_is_listed_and_never_released(kernel: Kernel) -> None:
     url = connect_registry("local_connect_server.endpoint.url")
     kernel.ok(

@@ -668,6 +668,27 @@ def test_the_ui_root_redirect_finds_the_spark_ui_members_it_uses(root: Any) -> N
     assert driver_jar.instance(sc, "jss.UiRootRedirect") is not None
 
 
+def test_the_ended_session_daemons_sweep_finds_the_spark_members_it_uses(root: Any) -> None:
+    # jss.EndedSessionDaemons (on the Connect servers this project starts) reads Spark
+    # Connect's session manager and SparkEnv's private map of Python worker factories by
+    # reflection; made here (a JVM with the Connect classes but no server), it finds every
+    # member, sees no session, and leaves this context's own daemon ("default": no
+    # session's) alone.
+    sc = root.sparkContext
+    root.range(2).rdd.map(lambda x: x).count()  # a daemon of no session in SparkEnv's map
+    driver_jar.instance(sc, "jss.CellScope")  # the jar's class loader in this JVM
+    loader = driver_jar._loader[1]  # type: ignore[index]
+    spark_loader = sc._jvm.java.lang.Class.forName("org.apache.spark.SparkEnv").getClassLoader()
+    arguments = sc._gateway.new_array(sc._jvm.java.lang.Object, 1)
+    arguments[0] = spark_loader
+    sweep = loader.loadClass("jss.EndedSessionDaemons$Sweep").getConstructors()[0]
+    sweep = sweep.newInstance(arguments)
+    assert sweep.liveSessions().isEmpty()
+    assert set(sweep.daemonSessions()) == {"default"}
+    assert sweep.once() == 0 and sweep.once() == 0
+    assert set(sweep.daemonSessions()) == {"default"}
+
+
 def test_grpc_reads_its_fork_support_switch_from_the_variable_we_set() -> None:
     # jupyter_spark_sessions/__init__.py sets GRPC_ENABLE_FORK_SUPPORT=false at
     # %load_ext; gRPC reads it when imported (a fresh process each: it is read once).
@@ -755,6 +776,7 @@ def test_the_driver_jar_is_built_from_the_java_sources() -> None:
         names = jar.namelist()
     assert f"Source-SHA256: {digest}" in manifest.splitlines(), "run `make jar`"
     classes = {"CellScope", "BoardReader", "KilledTaskWorkers", "FirstRows", "KeeperWatch"}
+    classes |= {"EndedSessionDaemons", "EndedSessionDaemons$Sweep"}
     assert {f"jss/{name}.class" for name in classes} <= set(names)
 
 

@@ -453,5 +453,9 @@ def test_the_drivers_threads_are_back_to_their_idle_level(soaked: dict[str, Any]
     assert soaked["verdicts"]["threads_back"], (soaked["threads_grown"], soaked["python_daemons"])
 
 
+def test_no_python_daemon_of_an_ended_session_is_left(soaked: dict[str, Any]) -> None:
+    assert soaked["verdicts"]["python_daemons_released"], soaked["python_daemons"]
+
+
 def test_nothing_is_left_once_the_jupyter_server_stopped(soaked: dict[str, Any]) -> None:
     assert soaked["left_after_stop"] == [] and soaked["verdicts"]["nothing_left_after_stop"]

@@ -15,7 +15,9 @@ was built from java/.
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,3 +61,21 @@ def _make(sc: SparkContext, class_name: str) -> Any:
     arguments = gateway.new_array(jvm.java.lang.Object, 1)
     arguments[0] = context
     return _loader[1].loadClass(class_name).getConstructors()[0].newInstance(arguments)
+
+
+def with_driver_listener(conf: Mapping[str, str], class_name: str) -> dict[str, str]:
+    """``conf`` for a driver this project launches, with ``class_name`` among its
+    ``spark.extraListeners`` and the jar on its class path (read at the JVM's launch;
+    the user's own listeners and class path kept). Spark makes listeners on the driver
+    only: nothing of the jar runs on executors, whose class path (a cluster's) lacks it."""
+    listeners = [p.strip() for p in conf.get("spark.extraListeners", "").split(",") if p.strip()]
+    class_path = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
+    if class_name not in listeners:
+        listeners.append(class_name)
+    if str(JAR) not in class_path:
+        class_path.append(str(JAR))
+    return {
+        **conf,
+        "spark.extraListeners": ",".join(listeners),
+        "spark.driver.extraClassPath": os.pathsep.join(class_path),
+    }

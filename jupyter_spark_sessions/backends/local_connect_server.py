@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 
 _SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+#: Stops the Python worker daemon of each session that ended (Spark keeps one per
+#: session that ran Python, for the server's life): java/jss/EndedSessionDaemons.java.
+ENDED_SESSION_DAEMONS = "jss.EndedSessionDaemons"
 
 
 #: Settings of a local server this project starts (the user's ``connect_conf`` wins):
@@ -80,12 +83,15 @@ class LocalConnectServer:
         self._port = port  # None: a free one at each start
         scratch = str(log_dir / ".connect-scratch")
         self._java_tmp_dir = log_dir / ".connect-java-tmp"
-        self._conf = {
-            **LOCAL_SERVER_DEFAULTS,
-            **local_master_defaults(master, scratch),
-            **authenticate_defaults(master),  # its driver's RPC and block manager too
-            **conf,
-        }
+        self._conf = driver_jar.with_driver_listener(
+            {
+                **LOCAL_SERVER_DEFAULTS,
+                **local_master_defaults(master, scratch),
+                **authenticate_defaults(master),  # its driver's RPC and block manager too
+                **conf,
+            },
+            ENDED_SESSION_DAEMONS,
+        )
         self._log_path = log_dir / "connect-server.log"
         self._start_timeout = start_timeout
         self._token = token or secrets.token_hex(24)

@@ -117,13 +117,13 @@ def ui_protection(
         return {}
     if conf.get("spark.ui.enabled", "true").strip().lower() == "false":
         return {}
-    extra = conf.get("spark.driver.extraClassPath", "")
+    extra = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
     return {
         "spark.ui.filters": UI_FILTER,
         UI_SECRET_CONF: secrets.token_urlsafe(32),
         # The filter is made by Spark's own class loader when the UI starts: the jar must
         # be on the driver's class path (read at the JVM's launch only).
-        "spark.driver.extraClassPath": os.pathsep.join(p for p in (extra, jar) if p),
+        "spark.driver.extraClassPath": os.pathsep.join([*extra, *([] if jar in extra else [jar])]),
     }
 
 

@@ -275,16 +275,11 @@ class AdoptedServer:
 
 
 def watched_conf(conf: dict[str, str], heartbeat: Path) -> dict[str, str]:
-    """``conf`` with the watch that ends a server no keeper looks after (the user's own
-    listeners and class path kept). The jar is on the driver's class path only: nothing
-    of it runs on executors (a cluster's do not have it)."""
-    listeners = [p for p in conf.get("spark.extraListeners", "").split(",") if p.strip()]
-    class_path = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
+    """``conf`` with the watch that ends a server no keeper looks after."""
+    watched = driver_jar.with_driver_listener(conf, KEEPER_WATCH)
     return {
-        "spark.jss.keeperGraceSeconds": str(GRACE),  # the user's value below wins
-        **conf,
-        "spark.extraListeners": ",".join([*listeners, KEEPER_WATCH]),
-        "spark.driver.extraClassPath": os.pathsep.join([*class_path, str(driver_jar.JAR)]),
+        "spark.jss.keeperGraceSeconds": str(GRACE),  # the user's value wins
+        **watched,
         "spark.jss.keeperHeartbeat": str(heartbeat),
     }
 
