@@ -93,3 +93,52 @@ def test_the_tasks_near_the_slowest_are_counted_from_the_quantiles() -> None:
 def test_dates_the_api_writes_and_ones_it_does_not() -> None:
     assert epoch_ms("1970-01-01T00:00:01.500GMT") == 1500
     assert epoch_ms("") is None and epoch_ms(None) is None and epoch_ms("yesterday") is None
+
+
+class _Clock:
+    """time.monotonic for server_stages, moved by the fake server's answers."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_the_reads_of_a_slow_server_space_out_to_a_small_share_of_it(monkeypatch) -> None:
+    # A server whose answers take 0.2 s (a stage of many thousand tasks): the next read
+    # waits 0.2 / READ_SHARE (5 s), not READ_SECONDS; a new stage is read at once.
+    from jupyter_spark_sessions.backends import server_stages
+
+    clock = _Clock()
+    monkeypatch.setattr(server_stages, "time", clock)
+    asked: list[str] = []
+
+    class SlowServer(server_stages.ServerStageReader):
+        def _get(self, path: str) -> object:
+            asked.append(path)
+            clock.now += 0.2
+            if path == "":
+                return [{"id": "app-1"}]
+            if path.endswith("/executors"):
+                return [{"id": "driver", "totalCores": 2}]
+            if "/stages?status=active" in path:
+                return [{**ACTIVE, "numCompleteTasks": 0}, {**ACTIVE, "stageId": 4}]
+            return {"duration": [1.0] * len(QUANTILES)}
+
+    reader = SlowServer("http://127.0.0.1:4040", "")
+    reader.refresh([3])
+    reads = len(asked)
+    assert any("/stages?status=active" in path for path in asked)
+    cost = reader._read_cost
+    assert cost >= 0.4  # the app, the executors, the stages
+    for wait in (1.0, 3.0, cost / server_stages.READ_SHARE - 1.0):
+        clock.now = reader._read_at + wait
+        reader.refresh([3])
+        assert len(asked) == reads, (wait, asked[reads:])
+    clock.now = reader._read_at + cost / server_stages.READ_SHARE + 0.01
+    reader.refresh([3])
+    assert len(asked) > reads
+    reads = len(asked)
+    reader.refresh([3, 4])  # a new stage: read at once
+    assert len(asked) > reads
