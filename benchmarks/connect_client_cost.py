@@ -28,6 +28,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -82,7 +83,15 @@ def empty(kernel: Kernel) -> float:
     return time.perf_counter() - started
 
 
-def measure(sides: dict[str, Kernel], rounds: int) -> dict[str, Any]:
+def settle(server_pid: int) -> None:
+    """A full GC of the server before each run: the status store of the runs before
+    (20,000 tasks each, kept up to Spark's retainedTasks) otherwise makes a run's GC
+    pauses depend on its place in the order more than on its side."""
+    subprocess.run(["jcmd", str(server_pid), "GC.run"], capture_output=True, timeout=60)
+    time.sleep(1.0)
+
+
+def measure(sides: dict[str, Kernel], rounds: int, server_pid: int) -> dict[str, Any]:
     for kernel in sides.values():  # unmeasured: the first run of a job pays the JIT
         job(kernel)
     runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
@@ -90,6 +99,7 @@ def measure(sides: dict[str, Kernel], rounds: int) -> dict[str, Any]:
     for number in range(rounds):
         order = ("extension", "plain") if number % 2 == 0 else ("plain", "extension")
         for side in order:
+            settle(server_pid)
             runs[side].append(job(sides[side]))
             log(f"  {side:9} job in the cell {runs[side][-1]['in_cell_s']:.2f} s")
     for number in range(EMPTY_ROUNDS):
@@ -117,7 +127,7 @@ def measure(sides: dict[str, Kernel], rounds: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     rounds = 2 if args.quick else args.rounds
@@ -142,7 +152,8 @@ def main() -> None:
             f"spark = SparkSession.builder.remote({record.url!r}).getOrCreate()"
         )
         assert "jupyter_spark_sessions" not in plain.value("sorted(__import__('sys').modules)")
-        result = measure({"extension": extension, "plain": plain}, rounds)
+        sides = {"extension": extension, "plain": plain}
+        result = measure(sides, rounds, record.server_pid)
     finally:
         extension.shutdown()
         if plain is not None:

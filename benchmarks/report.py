@@ -736,17 +736,18 @@ before, {load["after"]:.1f} after.
 | 20,000-task job, in the cell: extension / plain (medians) | {job} | <= {r["target"]} |
 | an empty cell at the client (medians of 30) | {empty} | |
 
-Target met: **{met}** (measured {r["measured_at"]}).{_loaded_note(load)}
+Target met: **{met}** (measured {r["measured_at"]}). The load average counts the runs'
+own two busy slots (about 2 to 4); before each run the server's heap is collected
+(`jcmd GC.run`), so that the status store the runs before left (up to Spark's 100,000
+retained tasks) weighs on both sides alike.
+
+History: 1.048 beside the hour's soak (2026-12-06), then 1.145 and 1.191 on a quiet
+machine: the board's reads of the server's REST API were the cost. On the 20,000-task
+stage a read of the active stages took the server 76 ms (read every second) and a task
+summary 345 ms (every 5 s), about 30% of one of its two cores. Since then a read waits
+at least 25 times as long as the last one took (a new or ended stage is read at once):
+`READ_SHARE` in backends/server_stages.py.
 """
-
-
-def _loaded_note(load: dict[str, float]) -> str:
-    if max(load.values()) < 2:
-        return ""
-    return (
-        "\n\nMeasured beside other work (the soak ran meanwhile): the runs spread wider than"
-        " the two sides differ; a quiet machine's figure is still to take."
-    )
 
 
 RENDERERS = {
