@@ -1,11 +1,14 @@
-"""Many notebooks, one driver (issue 38), through a real Jupyter server and two real
-kernels it starts for two notebooks: both ``create --remote shared`` and one Spark JVM
-(the shared Connect server's) runs for both; their same-name files differ; a's busy
+"""Many notebooks, one driver (issue 38), through a real Jupyter server and four real
+kernels it starts for four notebooks (CI's size; each fault checks the other
+notebooks' next cell and that one server JVM runs): all ``create --remote shared`` and
+one Spark JVM (the shared Connect server's) runs for all; their same-name files differ; a's busy
 pool does not starve b's small job; the rendezvous files are private and a client
 without the token is refused; kill -9 of the first kernel releases its session while
 the second keeps working; kill -9 of the keeper leaves the server and the sessions, and
 a kernel takes the server over (issue 50), while a server whose keeper and kernels are
-all gone ends itself; the Jupyter server's shutdown leaves no Java process. Then the
+all gone ends itself; after a server's death each notebook's next cell says so in one
+line, and the notebooks reconnecting at the same moment start one new server; the
+Jupyter server's shutdown leaves no Java process. Then the
 soak (issue 50): four notebooks for 3 minutes, kernels restarted and shut down, and
 nothing left behind."""
 
@@ -71,6 +74,9 @@ class Notebooks:
     two: Kernel
     one_id: str
     two_id: str
+    #: Notebooks three and four (CI's four notebooks), sessions "c3" and "c4": each fault
+    #: asserts their next cell too.
+    others: list[Kernel]
 
     @property
     def rendezvous(self) -> Rendezvous:
@@ -105,7 +111,9 @@ def notebooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Notebooks]:
         kernels.append(one)
         two_id, two = _open_notebook(server, "two.ipynb")
         kernels.append(two)
-        yield Notebooks(server, one, two, one_id, two_id)
+        for name in ("three.ipynb", "four.ipynb"):
+            kernels.append(_open_notebook(server, name)[1])
+        yield Notebooks(server, one, two, one_id, two_id, kernels[2:])
     finally:
         for kernel in kernels:
             kernel.close()
@@ -123,28 +131,77 @@ def _java_descendants(pid: int) -> list[psutil.Process]:
     return [p for p in psutil.Process(pid).children(recursive=True) if p.name() == "java"]
 
 
+#: Notebooks three and four's sessions.
+OTHERS = ("c3", "c4")
+
+
+def _others_run_on(notebooks: Notebooks) -> None:
+    """Notebooks three and four: their next cell runs on the shared driver."""
+    for kernel, name in zip(notebooks.others, OTHERS, strict=True):
+        assert kernel.value(f"{SESSION.format(name)}.range(4).count()") == 4, name
+
+
+def _survivors(notebooks: Notebooks) -> list[tuple[Kernel, str]]:
+    """The notebooks left after notebook one's kernel was killed, with their session."""
+    return [(notebooks.two, "b"), *zip(notebooks.others, OTHERS, strict=True)]
+
+
+def _each_says_the_driver_is_gone(notebooks: Notebooks, why: str = "") -> None:
+    """Each notebook's next cell: one line naming the shared driver and the way back."""
+    for kernel, name in _survivors(notebooks):
+        lost = kernel.execute(f"%%spark_session {name}\nspark.range(3).count()")
+        assert lost.status == "error", name
+        lines = [line for line in [*lost.stderr.splitlines(), lost.error_value] if line.strip()]
+        said = [line for line in lines if "the shared Spark driver" in line]
+        assert any(f"reconnect {name}" in line and why in line for line in said), lines
+        assert "Traceback" not in lost.stderr and len(lost.traceback) <= 3, lost.traceback
+
+
+def _reconnect_all_at_once(notebooks: Notebooks, old: ServerRecord) -> None:
+    """``reconnect`` sent to every notebook at the same moment: one new server, started
+    by one of them (the others wait for it), each session back with its file."""
+    sent = [
+        (kernel, kernel.client.execute(f"%spark_session reconnect {name}"))
+        for kernel, name in _survivors(notebooks)
+    ]
+    outs = []
+    for kernel, msg_id in sent:
+        result = kernel.collect(msg_id, 300)
+        assert result.status == "ok", (result.error_value, result.traceback)
+        outs.append(result.stdout)
+    assert sum("Starting the shared Spark driver" in out for out in outs) == 1, outs
+    new = notebooks.record()
+    assert new.id != old.id
+    assert [p.pid for p in server_jvms(notebooks.server.runtime_dir)] == [new.server_pid]
+    assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
+    _others_run_on(notebooks)
+
+
 def test_two_notebooks_share_one_spark_jvm(notebooks: Notebooks) -> None:
     out = notebooks.one.ok("%spark_session create a --remote shared").stdout
     assert "Starting the shared Spark driver (local[2])" in out, out
     assert "Created session 'a' on the shared Spark driver, Spark Connect sc://localhost:" in out
     out = notebooks.two.ok("%spark_session create b --remote shared").stdout
     assert "Starting" not in out, out  # joined, not started again
+    for kernel, name in zip(notebooks.others, OTHERS, strict=True):
+        assert "Starting" not in kernel.ok(f"%spark_session create {name} --remote shared").stdout
     for kernel, name in ((notebooks.one, "a"), (notebooks.two, "b")):
         assert kernel.value(f"{SESSION.format(name)}.range(10).count()") == 10
+    _others_run_on(notebooks)
     record = notebooks.record()
     assert record.state == "running" and record.keeper.alive()
     # One JVM: the keeper's server; neither kernel started one of its own.
     assert [p.pid for p in _java_descendants(record.keeper.pid)] == [record.server_pid]
     # (The keeper is the first kernel's child, detached: its JVM counts once.)
-    for kernel in (notebooks.one, notebooks.two):
+    for kernel in (notebooks.one, notebooks.two, *notebooks.others):
         assert {p.pid for p in _java_descendants(_pid(kernel))} <= {record.server_pid}
     leases = {lease.notebook: lease for lease in notebooks.rendezvous.leases(record)}
-    assert set(leases) == {"one.ipynb", "two.ipynb"}, leases
+    assert set(leases) == {"one.ipynb", "two.ipynb", "three.ipynb", "four.ipynb"}, leases
     assert set(leases["one.ipynb"].sessions) == {"a"}
     assert leases["one.ipynb"].kernel_id == notebooks.one_id
     # Each notebook's session in a pool of its own on the server.
     pools = {lease.sessions[name]["pool"] for lease in leases.values() for name in lease.sessions}
-    assert len(pools) == 2, pools
+    assert len(pools) == 4, pools
 
 
 def test_the_rendezvous_files_are_private_and_the_token_is_needed(notebooks: Notebooks) -> None:
@@ -250,7 +307,7 @@ def test_a_busy_notebook_does_not_starve_the_others_small_job(notebooks: Noteboo
     assert server["master"] == "local[2]" and server["slots"] == 2, server
     assert server["memory_bytes"] > 100 * 2**20 and server["uptime_s"] > 0, server
     by_notebook = {n["notebook"]: n for n in shared["notebooks"]}
-    assert set(by_notebook) == {"one.ipynb", "two.ipynb"}, shared
+    assert set(by_notebook) == {"one.ipynb", "two.ipynb", "three.ipynb", "four.ipynb"}, shared
     assert by_notebook["one.ipynb"]["this_server"] is True
     assert by_notebook["one.ipynb"]["kernel_id"] == notebooks.one_id
     (a,) = by_notebook["one.ipynb"]["sessions"]
@@ -312,9 +369,11 @@ def test_kill_9_of_one_kernel_releases_its_session_and_the_other_keeps_working(
         client.get_configs("spark.app.name")
     client.close()
     assert "SESSION_CLOSED" in str(closed.value), str(closed.value)[:300]
-    # The other notebook's session works on, on the same server.
+    # The other notebooks' sessions work on, on the same server.
     assert notebooks.two.value(f"{SESSION.format('b')}.range(5).count()") == 5
+    _others_run_on(notebooks)
     assert notebooks.record().id == record.id
+    assert [p.pid for p in server_jvms(notebooks.server.runtime_dir)] == [record.server_pid]
 
 
 def test_kill_9_of_the_keeper_leaves_the_sessions_and_a_kernel_takes_the_server_over(
@@ -338,26 +397,26 @@ def test_kill_9_of_the_keeper_leaves_the_sessions_and_a_kernel_takes_the_server_
     # b lives on: its view, its file, with nothing to reconnect; one server JVM.
     assert notebooks.two.value(f"{SESSION.format('b')}.table('kept_b').first().v") == 42
     assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
+    _others_run_on(notebooks)
     assert [p.pid for p in server_jvms(notebooks.server.runtime_dir)] == [record.server_pid]
-    # The keeper and every kernel gone (two's frozen: it cannot take over): the server
-    # ends itself once no keeper looked after it for the grace time (10 s here).
-    two = psutil.Process(_pid(notebooks.two))
-    two.suspend()
+    # The keeper and every kernel gone (the kernels frozen: none can take over): the
+    # server ends itself once no keeper looked after it for the grace time (10 s here).
+    frozen = [psutil.Process(_pid(kernel)) for kernel in (notebooks.two, *notebooks.others)]
+    for process in frozen:
+        process.suspend()
     try:
         os.kill(now.keeper.pid, signal.SIGKILL)
         server = psutil.Process(record.server_pid)
         _, alive = psutil.wait_procs([server], timeout=40)
         assert alive == [], "the server outlived its keepers"
     finally:
-        two.resume()
+        for process in frozen:
+            process.resume()
     assert server_jvms(notebooks.server.runtime_dir) == []
-    # Two's next cell says so in one line; reconnect brings b back on a new server.
-    lost = notebooks.two.execute("%%spark_session b\nspark.range(3).count()")
-    assert lost.status == "error" and len(lost.traceback) <= 3, lost.traceback
-    out = notebooks.two.ok("%spark_session reconnect b").stdout
-    assert "Starting the shared Spark driver" in out, out
-    assert notebooks.record().id != record.id
-    assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
+    # Each notebook's next cell says so in one line; reconnect brings each session back
+    # on one new server.
+    _each_says_the_driver_is_gone(notebooks)
+    _reconnect_all_at_once(notebooks, record)
 
 
 def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_back(
@@ -366,16 +425,9 @@ def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_bac
     record = notebooks.record()
     os.kill(record.server_pid, signal.SIGKILL)
     assert wait_until(lambda: not record.keeper.alive(), 15, 0.2), "the keeper stayed"
-    lost = notebooks.two.execute("%%spark_session b\nspark.range(3).count()")
-    assert lost.status == "error"
-    lines = [line for line in [*lost.stderr.splitlines(), lost.error_value] if line.strip()]
-    assert any("the shared Spark driver" in line and "reconnect b" in line for line in lines), lines
-    assert "Traceback" not in lost.stderr and len(lost.traceback) <= 3, lost.traceback
-    out = notebooks.two.ok("%spark_session reconnect b").stdout
-    assert "Starting the shared Spark driver" in out, out  # a new one: the old one died
-    assert notebooks.record().id != record.id
-    # Its file came back with it.
-    assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
+    _each_says_the_driver_is_gone(notebooks, why="was killed (SIGKILL)")
+    # Three notebooks reconnect at the same moment: one new server, started once.
+    _reconnect_all_at_once(notebooks, record)
 
 
 def test_a_corrupted_record_is_a_new_server_and_the_old_ones_sessions_run_on(

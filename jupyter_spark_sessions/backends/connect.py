@@ -520,6 +520,8 @@ class ConnectBackend:
         if not reason:
             return ""
         if self.endpoint.shared:  # reconnect starts a new one: no waiting for it
+            if reason.startswith(_UNREACHABLE):  # its keeper may have said how it ended
+                reason = self.endpoint.end_note() or reason
             return (
                 f"the shared Spark driver ({self.endpoint.display}) {reason}: run "
                 f"`%spark_session reconnect {self.name}` to make it again, with its "

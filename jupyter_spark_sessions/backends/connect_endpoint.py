@@ -41,6 +41,19 @@ class Endpoint:
     local: bool = False
     #: The server of this user's notebooks (``--remote shared``).
     shared: bool = False
+    #: Where the shared server's keeper says how the server ended, if it did
+    #: (``shared_driver.rendezvous.END_NOTE``).
+    end_note_path: str = ""
+
+    def end_note(self) -> str:
+        """How the server ended (``ran out of memory (...)``), when its keeper said so."""
+        if not self.end_note_path:
+            return ""
+        try:
+            with open(self.end_note_path, errors="replace") as note:
+                return note.read(500).strip()
+        except OSError:
+            return ""
 
     @property
     def display(self) -> str:

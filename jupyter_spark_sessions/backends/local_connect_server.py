@@ -205,6 +205,11 @@ class LocalConnectServer:
         return self._process is not None and self._process.poll() is None
 
     @property
+    def exit_code(self) -> int | None:
+        """How the server's process ended (negative: the signal); None while it runs."""
+        return self._process.poll() if self._process is not None else None
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 

@@ -44,8 +44,9 @@ from pathlib import Path
 from ..backends import driver_jar
 from ..backends.connect import release_session
 from ..backends.local_connect_server import LocalConnectServer
+from ..session_root import open_private
 from . import warm_up as warm_up_module
-from .rendezvous import FAILED, RUNNING, Lease, Process, Rendezvous, ServerRecord
+from .rendezvous import END_NOTE, FAILED, RUNNING, Lease, Process, Rendezvous, ServerRecord
 
 log = logging.getLogger("jupyter_spark_sessions.shared_driver")
 
@@ -145,7 +146,11 @@ class Keeper:
         try:
             while not self._stop.wait(CHECK_INTERVAL):
                 if not self.server.alive:
-                    log.error("The shared Spark Connect server exited.")
+                    folder = self.rendezvous.server_folder(record)
+                    why = end_of(self.server.exit_code, folder / "connect-server.log")
+                    log.error("The shared Spark Connect server %s.", why)
+                    # What the notebooks' next cells say (endpoint_of: end_note_path).
+                    write_end_note(folder / END_NOTE, why)
                     crashed = True
                     with self.rendezvous.locked():
                         self.rendezvous.remove_if(record.id)
@@ -259,6 +264,10 @@ class AdoptedServer:
     def pid(self) -> int:
         return self.process.pid
 
+    @property
+    def exit_code(self) -> int | None:
+        return None  # not this keeper's child: its code is not known here
+
     def stop(self, timeout: float = 10.0) -> None:
         import psutil  # type: ignore[import-untyped]
 
@@ -272,6 +281,37 @@ class AdoptedServer:
                 os.killpg(self.process.pid, signal.SIGKILL)
         except (OSError, psutil.Error):  # it ended meanwhile
             pass
+
+
+#: Spark's exit code for an out-of-memory error (``SparkExitCode.OOM``): a task's
+#: OutOfMemoryError ends the driver of a local master (its executor is in it).
+SPARK_OOM_EXIT = 52
+
+
+def end_of(exit_code: int | None, server_log: Path) -> str:
+    """How the server ended, in a few words: out of memory (with the JVM's line),
+    killed by a signal, or its exit code."""
+    memory = ""
+    try:
+        with open(server_log, errors="replace") as lines:
+            for line in lines:
+                if "java.lang.OutOfMemoryError" in line:
+                    memory = line[line.index("java.lang.OutOfMemoryError") :].strip()
+    except OSError:
+        pass
+    if memory or exit_code == SPARK_OOM_EXIT:
+        return f"ran out of memory ({memory or 'exit code 52'})"
+    if exit_code is not None and exit_code < 0:
+        return f"was killed ({signal.Signals(-exit_code).name})"
+    return f"exited (code {exit_code})" if exit_code is not None else "exited"
+
+
+def write_end_note(path: Path, why: str) -> None:
+    try:
+        with open_private(path) as out:
+            out.write(why.encode())
+    except OSError:  # the notebooks then say the server cannot be reached
+        log.warning("Could not write %s.", path, exc_info=True)
 
 
 def watched_conf(conf: dict[str, str], heartbeat: Path) -> dict[str, str]:

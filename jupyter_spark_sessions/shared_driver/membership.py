@@ -30,6 +30,7 @@ from ..config import SparkSessionsConfig
 from ..errors import ConnectError
 from ..session_root import open_private
 from .rendezvous import (
+    END_NOTE,
     FAILED,
     FOLDER,
     RUNNING,
@@ -107,7 +108,7 @@ class SharedDriverMembership:
                     self._watch_keeper()
                     if started_here or waited:
                         progress(f"Shared Spark driver ready ({time.monotonic() - began:.0f} s).")
-                    return endpoint_of(record)
+                    return endpoint_of(record, rendezvous)
                 if record.state == FAILED:
                     raise ConnectError(_failed_line(rendezvous, record))
             if not started_here and not waited:
@@ -329,7 +330,7 @@ def adoptable(record: ServerRecord) -> bool:
     return record.state == RUNNING and bool(record.server_started) and record.server.alive()
 
 
-def endpoint_of(record: ServerRecord) -> Endpoint:
+def endpoint_of(record: ServerRecord, rendezvous: Rendezvous) -> Endpoint:
     """Where a running shared server listens (its URL carries the token)."""
     return Endpoint(
         record.url,
@@ -342,6 +343,7 @@ def endpoint_of(record: ServerRecord) -> Endpoint:
         # for a kernel's own context): a session's packages are then used by path.
         local=workers_on_this_machine(record.master),
         shared=True,
+        end_note_path=str(rendezvous.server_folder(record) / END_NOTE),
     )
 
 

@@ -34,6 +34,9 @@ RECORD = "jss-shared-driver.json"
 LOCK = "jss-shared-driver.lock"
 FOLDER = "jss-shared-driver-{id}"
 HEARTBEAT = "keeper.heartbeat"
+#: Written by the keeper when its server died: how, in a few words (read by the
+#: notebooks' sessions: ``Endpoint.end_note_path``).
+END_NOTE = "server-ended"
 
 STARTING, RUNNING, FAILED = "starting", "running", "failed"
 
