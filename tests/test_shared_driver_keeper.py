@@ -227,3 +227,20 @@ def test_a_lease_of_another_user_is_not_read(tmp_path, sleeper) -> None:
     sleeper.wait()
     keeper.check_leases()
     assert released == [], "released the sessions a lease of another user names"
+
+
+def test_how_a_server_ended_reads_in_a_few_words(tmp_path: Path) -> None:
+    # What the keeper writes for the notebooks' next cells (keeper.end_of).
+    from jupyter_spark_sessions.shared_driver.keeper import end_of
+
+    log = tmp_path / "connect-server.log"
+    assert end_of(-9, log) == "was killed (SIGKILL)"  # no log yet: still said
+    assert end_of(3, log) == "exited (code 3)"
+    assert end_of(None, log) == "exited"  # a server taken over: its code is not known
+    log.write_text(
+        "26/12/07 02:01:45 ERROR Executor: Exception in task 8.0 in stage 0.0 (TID 8)\n"
+        "java.lang.OutOfMemoryError: Java heap space\n"
+        "\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)\n"
+    )
+    said = "ran out of memory (java.lang.OutOfMemoryError: Java heap space)"
+    assert end_of(-15, log) == said and end_of(None, log) == said

@@ -283,8 +283,7 @@ class AdoptedServer:
             pass
 
 
-#: Spark's exit code for an out-of-memory error (``SparkExitCode.OOM``): a task's
-#: OutOfMemoryError ends the driver of a local master (its executor is in it).
+#: Spark's exit code for an out-of-memory error (``SparkExitCode.OOM``).
 SPARK_OOM_EXIT = 52
 
 
@@ -302,7 +301,10 @@ def end_of(exit_code: int | None, server_log: Path) -> str:
     if memory or exit_code == SPARK_OOM_EXIT:
         return f"ran out of memory ({memory or 'exit code 52'})"
     if exit_code is not None and exit_code < 0:
-        return f"was killed ({signal.Signals(-exit_code).name})"
+        try:
+            return f"was killed ({signal.Signals(-exit_code).name})"
+        except ValueError:  # a signal Python has no name for
+            return f"was killed (signal {-exit_code})"
     return f"exited (code {exit_code})" if exit_code is not None else "exited"
 
 
