@@ -33,6 +33,25 @@ def test_a_real_failure_is_not_a_cancellation() -> None:
     assert cancellation_line(ValueError("[DIVIDE_BY_ZERO] Division by zero")) is None
 
 
+def test_the_jobs_of_a_stopped_sparkcontext_were_not_cancelled() -> None:
+    # Spark words them as cancelled (SPARK_JOB_CANCELLED); nobody asked for a cancel.
+    from jupyter_spark_sessions.backends import connect
+    from jupyter_spark_sessions.backends.spark_error_reading import driver_stopped
+
+    shut_down = RuntimeError(
+        "(org.apache.spark.SparkException) [SPARK_JOB_CANCELLED] Job 3 cancelled because "
+        "SparkContext was shut down SQLSTATE: XXKDA"
+    )
+    stopped = RuntimeError(
+        "(java.lang.IllegalStateException) Cannot call methods on a stopped SparkContext."
+    )
+    for error in (shut_down, stopped):
+        assert driver_stopped(error) and cancellation_line(error) is None, error
+        assert not connect.is_cancellation(error)
+        assert connect.problem_after(error, "") == connect._STOPPED
+    assert not driver_stopped(RuntimeError(JAVA)) and connect.is_cancellation(RuntimeError(JAVA))
+
+
 def test_pysparks_errors_for_the_other_flavour_are_recognised_in_its_own_code() -> None:
     from jupyter_spark_sessions.backends.spark_error_reading import mixes_flavours
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -231,7 +232,8 @@ def test_a_lease_of_another_user_is_not_read(tmp_path, sleeper) -> None:
 
 def test_how_a_server_ended_reads_in_a_few_words(tmp_path: Path) -> None:
     # What the keeper writes for the notebooks' next cells (keeper.end_of).
-    from jupyter_spark_sessions.shared_driver.keeper import end_of
+    from jupyter_spark_sessions.backends.connect_endpoint import Endpoint
+    from jupyter_spark_sessions.shared_driver.keeper import end_of, write_end_note
 
     log = tmp_path / "connect-server.log"
     assert end_of(-9, log) == "was killed (SIGKILL)"  # no log yet: still said
@@ -244,3 +246,9 @@ def test_how_a_server_ended_reads_in_a_few_words(tmp_path: Path) -> None:
     )
     said = "ran out of memory (java.lang.OutOfMemoryError: Java heap space)"
     assert end_of(-15, log) == said and end_of(None, log) == said
+    # A notebook's cell while that server still winds down (no note yet): its log says.
+    ending = Endpoint("sc://localhost:1", "localhost", 1, shared=True, log_path=str(log))
+    ending = replace(ending, end_note_path=str(tmp_path / "server-ended"))
+    assert ending.end_note() == said
+    write_end_note(tmp_path / "server-ended", "was killed (SIGKILL)")  # the keeper's wins
+    assert ending.end_note() == "was killed (SIGKILL)"

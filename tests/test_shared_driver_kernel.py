@@ -1,16 +1,15 @@
 """Many notebooks, one driver (issue 38), through a real Jupyter server and four real
-kernels it starts for four notebooks (CI's size; each fault checks the other
-notebooks' next cell and that one server JVM runs): all ``create --remote shared`` and
-one Spark JVM (the shared Connect server's) runs for all; their same-name files differ; a's busy
-pool does not starve b's small job; the rendezvous files are private and a client
-without the token is refused; kill -9 of the first kernel releases its session while
-the second keeps working; kill -9 of the keeper leaves the server and the sessions, and
-a kernel takes the server over (issue 50), while a server whose keeper and kernels are
-all gone ends itself; after a server's death each notebook's next cell says so in one
-line, and the notebooks reconnecting at the same moment start one new server; the
-Jupyter server's shutdown leaves no Java process. Then the
-soak (issue 50): four notebooks for 3 minutes, kernels restarted and shut down, and
-nothing left behind."""
+kernels it starts for four notebooks (CI's size; each fault checks the other notebooks'
+next cell and that one server JVM runs): all ``create --remote shared`` and one Spark JVM
+(the shared Connect server's) runs for all; their same-name files differ; a's busy pool
+does not starve b's small job; the rendezvous files are private and a client without the
+token is refused; kill -9 of the first kernel releases its session while the second keeps
+working; kill -9 of the keeper leaves the server and the sessions, and a kernel takes the
+server over (issue 50), while a server whose keeper and kernels are all gone ends itself;
+after a server's death (killed, or a UDF that exhausted its memory) each notebook's next
+cell says so in one line, and the notebooks reconnecting at the same moment start one new
+server; the Jupyter server's shutdown leaves no Java process. Then the soak (issue 50):
+four notebooks for 3 minutes, kernels restarted and shut down, and nothing left behind."""
 
 from __future__ import annotations
 
@@ -427,6 +426,38 @@ def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_bac
     assert wait_until(lambda: not record.keeper.alive(), 15, 0.2), "the keeper stayed"
     _each_says_the_driver_is_gone(notebooks, why="was killed (SIGKILL)")
     # Three notebooks reconnect at the same moment: one new server, started once.
+    _reconnect_all_at_once(notebooks, record)
+
+
+#: Notebook four's cell that exhausts the shared server's heap (1 GiB, Spark's default):
+#: 1,024 strings of 4 MB from a Python UDF gathered into one row. A task's
+#: OutOfMemoryError stops the server's SparkContext at once; its JVM exits (Spark's code
+#: 52) tens of seconds later.
+EAT_THE_HEAP = (
+    "%%spark_session c4\n"
+    "from pyspark.sql.functions import collect_list, size, udf\n"
+    "big = udf(lambda x: 'x' * (4 << 20), 'string')\n"
+    "spark.range(0, 1024, 1, 64).select(big('id').alias('v')).agg(size(collect_list('v')))"
+    ".collect()"
+)
+
+
+def test_a_udf_that_exhausts_the_drivers_memory_is_one_line_and_reconnect_brings_all_back(
+    notebooks: Notebooks,
+) -> None:
+    record = notebooks.record()
+    eaten = notebooks.others[1].execute(EAT_THE_HEAP)
+    assert eaten.status == "error"
+    lines = [line for line in [*eaten.stderr.splitlines(), eaten.error_value] if line.strip()]
+    said = [line for line in lines if "the shared Spark driver" in line]
+    # Said while the server still winds down: from its log, before its keeper's note.
+    assert any("ran out of memory" in line and "reconnect c4" in line for line in said), lines
+    assert "Traceback" not in eaten.stderr and len(eaten.traceback) <= 3, eaten.traceback
+    _, alive = psutil.wait_procs([psutil.Process(record.server_pid)], timeout=120)
+    assert alive == [], "the server lived on after its SparkContext stopped"
+    assert wait_until(lambda: not record.keeper.alive(), 15, 0.2), "the keeper stayed"
+    # Each notebook's next cell says why, and all come back on one new server.
+    _each_says_the_driver_is_gone(notebooks, why="ran out of memory")
     _reconnect_all_at_once(notebooks, record)
 
 

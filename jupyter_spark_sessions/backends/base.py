@@ -170,8 +170,8 @@ class SessionBackend(Protocol):
     def explain(self, error: BaseException, bound: bool) -> str:
         """One line (with the way out) when ``error``, raised in a cell, is how this
         session fails because its driver or server went away; "" otherwise. ``bound``:
-        the cell ran bound to this session (other sessions claim only errors that
-        their own loss explains)."""
+        the cell ran bound to this session, or its failed calls used it (other
+        sessions claim only errors that their own loss explains)."""
         ...
 
     def running_jobs(self) -> int:

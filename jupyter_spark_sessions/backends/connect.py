@@ -32,7 +32,7 @@ from . import api_flavour, builder_binding, call_site, scheduler_pools, server_s
 from .base import BackendKind, JobRef, OperationReport, OperationSink
 from .connect_endpoint import Endpoint, reachable, redact
 from .connect_tls import check_token_transport
-from .spark_error_reading import failure_line
+from .spark_error_reading import driver_stopped, failure_line
 from .thread_cell import current_cell
 
 if TYPE_CHECKING:
@@ -261,9 +261,11 @@ def operation_error() -> BaseException | None:
 
 
 def is_cancellation(error: BaseException | None) -> bool:
-    """True for the errors Spark reports for an interrupted operation."""
+    """True for the errors Spark reports for an interrupted operation (not for one
+    whose server's SparkContext stopped: nobody cancelled it)."""
     text = str(error or "")
-    return "OPERATION_CANCELED" in text or "SPARK_JOB_CANCELLED" in text
+    cancelled = "OPERATION_CANCELED" in text or "SPARK_JOB_CANCELLED" in text
+    return cancelled and not driver_stopped(error)
 
 
 def is_lost_session(error: BaseException | None) -> bool:
@@ -296,6 +298,8 @@ def problem_after(error: BaseException | None, previous: str) -> str:
         return f"{_UNREACHABLE} ({error_line(error)})"
     if is_lost_session(error):
         return _FORGOTTEN
+    if driver_stopped(error):
+        return _STOPPED
     return previous
 
 
@@ -303,6 +307,10 @@ _UNREACHABLE = "cannot be reached"
 
 
 _FORGOTTEN = "no longer knows this session (it restarted?)"
+
+
+#: Its SparkContext stopped (a task ran out of memory?): the JVM exits after it.
+_STOPPED = "stopped (its SparkContext was shut down)"
 
 
 _BROKEN = "answers again, but this session's connection to it broke"
@@ -483,7 +491,7 @@ class ConnectBackend:
             raise ConnectError(f"Session '{name}' is unusable: {problem}.")
 
     def explain(self, error: BaseException, bound: bool) -> str:
-        lost = is_connection_error(error) or is_lost_session(error)
+        lost = is_connection_error(error) or is_lost_session(error) or driver_stopped(error)
         if bound and "NO_ACTIVE_SESSION" in str(error):
             lost = True  # how a restarted server's unknown session can show
         if not lost or (not bound and not self._unreachable()):
@@ -520,7 +528,7 @@ class ConnectBackend:
         if not reason:
             return ""
         if self.endpoint.shared:  # reconnect starts a new one: no waiting for it
-            if reason.startswith(_UNREACHABLE):  # its keeper may have said how it ended
+            if reason.startswith((_UNREACHABLE, _STOPPED)):  # how it ended, if known
                 reason = self.endpoint.end_note() or reason
             return (
                 f"the shared Spark driver ({self.endpoint.display}) {reason}: run "
@@ -589,7 +597,9 @@ class ConnectBackend:
                     cancel_reason=error_line(error) if cancelled and error else "",
                     failure=failure_line(str(error)) if error and not cancelled else "",
                     thread_cell=cell[1] if cell else None,
-                    lost=is_connection_error(error) or is_lost_session(error),
+                    lost=is_connection_error(error)
+                    or is_lost_session(error)
+                    or driver_stopped(error),
                     call_site=site,
                 )
             )

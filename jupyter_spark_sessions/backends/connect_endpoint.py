@@ -4,6 +4,7 @@ redacted (a token never reaches output or logs), and whether anything answers th
 
 from __future__ import annotations
 
+import os
 import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -44,20 +45,38 @@ class Endpoint:
     #: Where the shared server's keeper says how the server ended, if it did
     #: (``shared_driver.rendezvous.END_NOTE``).
     end_note_path: str = ""
+    #: The shared server's log (``local_connect_server.SERVER_LOG``).
+    log_path: str = ""
 
     def end_note(self) -> str:
-        """How the server ended (``ran out of memory (...)``), when its keeper said so."""
-        if not self.end_note_path:
-            return ""
-        try:
-            with open(self.end_note_path, errors="replace") as note:
-                return note.read(500).strip()
-        except OSError:
-            return ""
+        """How the server ended (``ran out of memory (...)``), when its keeper said so;
+        else, while a server whose task ran out of memory still winds down (its JVM
+        exits tens of seconds after its SparkContext stopped), what its log says."""
+        if self.end_note_path:
+            try:
+                with open(self.end_note_path, errors="replace") as note:
+                    return note.read(500).strip()
+            except OSError:
+                pass
+        memory = out_of_memory_in(self.log_path) if self.log_path else ""
+        return f"ran out of memory ({memory})" if memory else ""
 
     @property
     def display(self) -> str:
         return f"sc://{self.host}:{self.port}"
+
+
+def out_of_memory_in(log_path: str | os.PathLike[str]) -> str:
+    """The last ``java.lang.OutOfMemoryError`` line of a server's log, or ""."""
+    found = ""
+    try:
+        with open(log_path, errors="replace") as lines:
+            for line in lines:
+                if "java.lang.OutOfMemoryError" in line:
+                    found = line[line.index("java.lang.OutOfMemoryError") :].strip()
+    except OSError:
+        pass
+    return found[:300]
 
 
 def parse_remote(url: str) -> Endpoint:

@@ -42,6 +42,8 @@ _SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 #: Stops the Python worker daemon of each session that ended (Spark keeps one per
 #: session that ran Python, for the server's life): java/jss/EndedSessionDaemons.java.
 ENDED_SESSION_DAEMONS = "jss.EndedSessionDaemons"
+#: The server's stdout and stderr, in its folder.
+SERVER_LOG = "connect-server.log"
 
 
 #: Settings of a local server this project starts (the user's ``connect_conf`` wins):
@@ -92,7 +94,7 @@ class LocalConnectServer:
             },
             ENDED_SESSION_DAEMONS,
         )
-        self._log_path = log_dir / "connect-server.log"
+        self._log_path = log_dir / SERVER_LOG
         self._start_timeout = start_timeout
         self._token = token or secrets.token_hex(24)
         self._process: subprocess.Popen[bytes] | None = None

@@ -275,6 +275,19 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
         guard=_PRIVATE_APIS + "test_the_board_reader_ends_the_python_workers_of_killed_tasks",
     ),
     ProcessWideChange(
+        what="Spark's map of Python worker factories (SparkEnv.pythonWorkers, private, by "
+        "reflection): on a Connect server this project starts, the factory of each "
+        "session the server no longer has is taken out and stopped "
+        "(jss.EndedSessionDaemons, spark.extraListeners)",
+        where="java/jss/EndedSessionDaemons.java",
+        mark='getDeclaredField("pythonWorkers")',
+        why="Spark keeps a Python worker daemon per Connect session that ran Python, for "
+        "the server's life: a shared driver used all day kept one per session ever made",
+        breaks_without="each ended session's daemon process and its JVM threads stay "
+        "(the listener logs why and the server runs on)",
+        guard=_PRIVATE_APIS + "test_the_ended_sessions_sweep_finds_the_spark_members_it_uses",
+    ),
+    ProcessWideChange(
         what="the Spark UI's root handler (SparkContext.ui(), WebUI.detachHandler/"
         "attachHandler) replaced by a relative redirect, on contexts this project starts",
         where="java/jss/UiRootRedirect.java",

@@ -10,6 +10,11 @@ import re
 from collections.abc import Iterator
 
 _MARKS = ("SPARK_JOB_CANCELLED", "OPERATION_CANCELED")
+#: How Spark fails the calls and jobs of a SparkContext that stopped under them (an
+#: OutOfMemoryError in a task of a local driver, ``sc.stop()``): Spark words the jobs'
+#: end as a cancel ("Job 3 cancelled because SparkContext was shut down"), but nobody
+#: cancelled them.
+_STOPPED_MARKS = ("SparkContext was shut down", "stopped SparkContext")
 
 
 def error_chain(error: BaseException) -> Iterator[BaseException]:
@@ -22,9 +27,20 @@ def error_chain(error: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
+def driver_stopped(error: BaseException | None) -> bool:
+    """True when ``error`` (or its cause) is how Spark fails a call or job whose
+    SparkContext stopped under it."""
+    return error is not None and any(
+        mark in str(current) for current in error_chain(error) for mark in _STOPPED_MARKS
+    )
+
+
 def cancellation_line(error: BaseException) -> str | None:
     """Spark's one line saying the job or operation was cancelled, if ``error`` is
-    (or was caused by) a cancellation; None for any other error."""
+    (or was caused by) a cancellation; None for any other error, and for the jobs of a
+    SparkContext that stopped (``driver_stopped``)."""
+    if driver_stopped(error):
+        return None
     for current in error_chain(error):
         for line in str(current).splitlines():
             line = line.strip()

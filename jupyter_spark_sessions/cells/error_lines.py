@@ -212,9 +212,10 @@ class CancelledCellErrors:
         for name in names:
             if used and not any(s is self.registry.get(name).session for s in used):
                 continue
-            is_bound = bound is not None and name == bound.name
+            # Its own: the cell ran bound to it, or the failed calls used it.
+            own = bool(used) or (bound is not None and name == bound.name)
             try:
-                line = self.registry.get(name).backend.explain(error, bound=is_bound)
+                line = self.registry.get(name).backend.explain(error, bound=own)
             except Exception:  # never hide the user's error behind one of ours
                 continue
             if line:

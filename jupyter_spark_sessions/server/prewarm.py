@@ -26,6 +26,7 @@ from typing import Any
 
 from tornado.ioloop import PeriodicCallback
 
+from ..backends.local_connect_server import SERVER_LOG
 from ..config import SparkSessionsConfig
 from ..shared_driver.membership import SharedDriverMembership
 from ..shared_driver.rendezvous import FAILED, RUNNING, Process
@@ -131,7 +132,7 @@ class Prewarm:
                 self.log.error(
                     "The shared Spark driver did not start: %s (log: %s).",
                     now.error or "its keeper exited",
-                    folder / "connect-server.log",
+                    folder / SERVER_LOG,
                 )
                 return FAILED
             time.sleep(0.2)

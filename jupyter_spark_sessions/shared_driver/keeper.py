@@ -43,7 +43,8 @@ from pathlib import Path
 
 from ..backends import driver_jar
 from ..backends.connect import release_session
-from ..backends.local_connect_server import LocalConnectServer
+from ..backends.connect_endpoint import out_of_memory_in
+from ..backends.local_connect_server import SERVER_LOG, LocalConnectServer
 from ..session_root import open_private
 from . import warm_up as warm_up_module
 from .rendezvous import END_NOTE, FAILED, RUNNING, Lease, Process, Rendezvous, ServerRecord
@@ -147,7 +148,7 @@ class Keeper:
             while not self._stop.wait(CHECK_INTERVAL):
                 if not self.server.alive:
                     folder = self.rendezvous.server_folder(record)
-                    why = end_of(self.server.exit_code, folder / "connect-server.log")
+                    why = end_of(self.server.exit_code, folder / SERVER_LOG)
                     log.error("The shared Spark Connect server %s.", why)
                     # What the notebooks' next cells say (endpoint_of: end_note_path).
                     write_end_note(folder / END_NOTE, why)
@@ -290,14 +291,7 @@ SPARK_OOM_EXIT = 52
 def end_of(exit_code: int | None, server_log: Path) -> str:
     """How the server ended, in a few words: out of memory (with the JVM's line),
     killed by a signal, or its exit code."""
-    memory = ""
-    try:
-        with open(server_log, errors="replace") as lines:
-            for line in lines:
-                if "java.lang.OutOfMemoryError" in line:
-                    memory = line[line.index("java.lang.OutOfMemoryError") :].strip()
-    except OSError:
-        pass
+    memory = out_of_memory_in(server_log)
     if memory or exit_code == SPARK_OOM_EXIT:
         return f"ran out of memory ({memory or 'exit code 52'})"
     if exit_code is not None and exit_code < 0:

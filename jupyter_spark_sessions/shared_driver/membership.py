@@ -25,6 +25,7 @@ from pathlib import Path
 from ..backends.connect_endpoint import Endpoint
 from ..backends.java_runtime import require_java
 from ..backends.jvm_reaper import reap_when_it_exits
+from ..backends.local_connect_server import SERVER_LOG
 from ..backends.local_master import workers_on_this_machine
 from ..config import SparkSessionsConfig
 from ..errors import ConnectError
@@ -117,7 +118,7 @@ class SharedDriverMembership:
             if time.monotonic() > deadline:
                 raise ConnectError(
                     "The shared Spark driver did not start in time (log: "
-                    f"{rendezvous.server_folder(record) / 'connect-server.log'})."
+                    f"{rendezvous.server_folder(record) / SERVER_LOG})."
                 )
             time.sleep(0.2)
 
@@ -344,6 +345,7 @@ def endpoint_of(record: ServerRecord, rendezvous: Rendezvous) -> Endpoint:
         local=workers_on_this_machine(record.master),
         shared=True,
         end_note_path=str(rendezvous.server_folder(record) / END_NOTE),
+        log_path=str(rendezvous.server_folder(record) / SERVER_LOG),
     )
 
 
@@ -364,7 +366,7 @@ def kernel_key() -> str:
 
 
 def _failed_line(rendezvous: Rendezvous, record: ServerRecord) -> str:
-    log = rendezvous.server_folder(record) / "connect-server.log"
+    log = rendezvous.server_folder(record) / SERVER_LOG
     why = record.error.rstrip(".")
     where = "" if "(log: " in why else f" (log: {log})"
     return f"The shared Spark driver did not start: {why}{where}."
