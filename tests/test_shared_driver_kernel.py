@@ -453,6 +453,11 @@ def test_a_udf_that_exhausts_the_drivers_memory_is_one_line_and_reconnect_brings
     # Said while the server still winds down: from its log, before its keeper's note.
     assert any("ran out of memory" in line and "reconnect c4" in line for line in said), lines
     assert "Traceback" not in eaten.stderr and len(eaten.traceback) <= 3, eaten.traceback
+    # Its job was lost with the driver: Spark's "cancelled because SparkContext was shut
+    # down" is no cancel.
+    board = notebooks.others[1].ok("%spark_session jobs c4").stdout
+    (row,) = [line for line in board.splitlines() if "collect_list" in line]
+    assert row.split()[1] == "lost" and "cancelled" not in board, board
     _, alive = psutil.wait_procs([psutil.Process(record.server_pid)], timeout=120)
     assert alive == [], "the server lived on after its SparkContext stopped"
     assert wait_until(lambda: not record.keeper.alive(), 15, 0.2), "the keeper stayed"
