@@ -35,7 +35,7 @@ def test_a_real_failure_is_not_a_cancellation() -> None:
 
 def test_the_jobs_of_a_stopped_sparkcontext_were_not_cancelled() -> None:
     # Spark words them as cancelled (SPARK_JOB_CANCELLED); nobody asked for a cancel.
-    from jupyter_spark_sessions.backends import connect
+    from jupyter_spark_sessions.backends import connect_errors
     from jupyter_spark_sessions.backends.spark_error_reading import driver_stopped
 
     shut_down = RuntimeError(
@@ -47,9 +47,10 @@ def test_the_jobs_of_a_stopped_sparkcontext_were_not_cancelled() -> None:
     )
     for error in (shut_down, stopped):
         assert driver_stopped(error) and cancellation_line(error) is None, error
-        assert not connect.is_cancellation(error)
-        assert connect.problem_after(error, "") == connect._STOPPED
-    assert not driver_stopped(RuntimeError(JAVA)) and connect.is_cancellation(RuntimeError(JAVA))
+        assert not connect_errors.is_cancellation(error)
+        assert connect_errors.problem_after(error, "") == connect_errors.STOPPED
+    cancelled = RuntimeError(JAVA)
+    assert not driver_stopped(cancelled) and connect_errors.is_cancellation(cancelled)
 
 
 def test_pysparks_errors_for_the_other_flavour_are_recognised_in_its_own_code() -> None:

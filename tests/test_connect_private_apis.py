@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_spark_sessions.backends import connect, connect_endpoint
+from jupyter_spark_sessions.backends import connect, connect_endpoint, connect_errors
 
 
 def test_operation_progress_ends_inside_the_with_block_that_sees_the_error() -> None:
@@ -32,7 +32,7 @@ def test_operation_progress_ends_inside_the_with_block_that_sees_the_error() -> 
         raise ValueError("[OPERATION_CANCELED] Operation has been canceled.")
     with Progress(handlers=[Handler()], operation_id="op-2"):
         pass
-    assert seen[0][0] == "op-1" and connect.is_cancellation(seen[0][1])
+    assert seen[0][0] == "op-1" and connect_errors.is_cancellation(seen[0][1])
     assert seen[1] == ("op-2", None)
 
 

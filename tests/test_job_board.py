@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from board_helpers import FakeSessions, make_board, session_view
 
-from jupyter_spark_sessions.backends import connect
+from jupyter_spark_sessions.backends import connect_errors
 from jupyter_spark_sessions.backends.base import OperationReport
 from jupyter_spark_sessions.board.job_board import JobBoard
 from jupyter_spark_sessions.board.snapshot import BoardSnapshot, group_state, job_group, parse_job
@@ -385,7 +385,9 @@ def _report(
             inflight_tasks=0 if done else 2,
             done=done,
             failed=error is not None,
-            cancel_reason=connect.error_line(error) if connect.is_cancellation(error) else "",
+            cancel_reason=(
+                connect_errors.error_line(error) if connect_errors.is_cancellation(error) else ""
+            ),
         ),
     )
     return board.update([], {}, 0, [])
@@ -429,19 +431,19 @@ def test_connect_failures_and_lost_servers_are_told_apart() -> None:
     failure = ValueError("[DIVIDE_BY_ZERO] boom")
     snapshot = _report(board, "op-1", done=True, error=failure)
     assert snapshot.group("c:4").state == "failed"  # type: ignore[union-attr]
-    assert connect.problem_after(failure, "") == ""  # a failed query: the server is fine
+    assert connect_errors.problem_after(failure, "") == ""  # a failed query: the server is fine
     snapshot = _report(board, "op-2", key=None)  # outside any managed cell
     group = snapshot.group("c:background")
     assert group is not None and group.state == "running" and not group.cell_running
     unavailable = RuntimeError("<_MultiThreadedRendezvous>\n status = StatusCode.UNAVAILABLE")
     snapshot = _report(board, "op-2", done=True, error=unavailable, key=None)
     assert snapshot.group("c:background").state == "failed"  # type: ignore[union-attr]
-    problem = connect.problem_after(unavailable, "")
+    problem = connect_errors.problem_after(unavailable, "")
     assert "UNAVAILABLE" in problem
-    assert connect.problem_after(failure, problem) == problem  # still unknown: kept
-    assert connect.problem_after(None, problem) == ""  # a query that went through again
+    assert connect_errors.problem_after(failure, problem) == problem  # still unknown: kept
+    assert connect_errors.problem_after(None, problem) == ""  # a query that went through again
     lost = RuntimeError("[INVALID_HANDLE.SESSION_NOT_FOUND] gone")
-    assert "no longer knows this session" in connect.problem_after(lost, "")
+    assert "no longer knows this session" in connect_errors.problem_after(lost, "")
 
 
 def test_a_threads_first_job_after_its_cell_ended_keeps_the_cells_description() -> None:

@@ -30,7 +30,18 @@ from urllib.parse import urlencode
 from ..errors import ConfError, ConnectError, NotASparkSessionError
 from . import api_flavour, builder_binding, call_site, scheduler_pools, server_stages
 from .base import BackendKind, JobRef, OperationReport, OperationSink
-from .connect_endpoint import Endpoint, reachable, redact
+from .connect_endpoint import Endpoint, reachable
+from .connect_errors import (
+    BROKEN,
+    FORGOTTEN,
+    STOPPED,
+    UNREACHABLE,
+    error_line,
+    is_cancellation,
+    is_connection_error,
+    is_lost_session,
+    problem_after,
+)
 from .connect_tls import check_token_transport
 from .spark_error_reading import driver_stopped, failure_line
 from .thread_cell import current_cell
@@ -260,71 +271,6 @@ def operation_error() -> BaseException | None:
     return sys.exc_info()[1]
 
 
-def is_cancellation(error: BaseException | None) -> bool:
-    """True for the errors Spark reports for an interrupted operation (not for one
-    whose server's SparkContext stopped: nobody cancelled it)."""
-    text = str(error or "")
-    cancelled = "OPERATION_CANCELED" in text or "SPARK_JOB_CANCELLED" in text
-    return cancelled and not driver_stopped(error)
-
-
-def is_lost_session(error: BaseException | None) -> bool:
-    """True when the server no longer knows the session (it restarted, or released it)."""
-    text = str(error or "")
-    return "INVALID_HANDLE" in text or "SESSION_CHANGED" in text or "SESSION_CLOSED" in text
-
-
-def is_connection_error(error: BaseException | None) -> bool:
-    """True for errors that mean the server could not be reached."""
-    text = str(error or "")
-    return any(
-        mark in text
-        for mark in (
-            "StatusCode.UNAVAILABLE",
-            "Connection refused",
-            "failed to connect",
-            "Socket closed",
-        )
-    )
-
-
-def problem_after(error: BaseException | None, previous: str) -> str:
-    """What keeps a session from working after a call that ended with ``error``: none
-    after a success, the reason after a lost server or session, else (a failed query)
-    whatever was known before."""
-    if error is None:
-        return ""
-    if is_connection_error(error):
-        return f"{_UNREACHABLE} ({error_line(error)})"
-    if is_lost_session(error):
-        return _FORGOTTEN
-    if driver_stopped(error):
-        return _STOPPED
-    return previous
-
-
-_UNREACHABLE = "cannot be reached"
-
-
-_FORGOTTEN = "no longer knows this session (it restarted?)"
-
-
-#: Its SparkContext stopped (a task ran out of memory?): the JVM exits after it.
-_STOPPED = "stopped (its SparkContext was shut down)"
-
-
-_BROKEN = "answers again, but this session's connection to it broke"
-
-
-def error_line(error: BaseException) -> str:
-    """The first meaningful line of a client error (no gRPC debug strings)."""
-    for line in str(error).splitlines():
-        line = line.strip()
-        if line and not line.startswith("<_") and "debug_error_string" not in line:
-            return redact(line)[:300] if line.startswith("sc://") else line[:300]
-    return type(error).__name__
-
-
 #: Why a session of a remote Spark Connect server has no link to the server's UI.
 REMOTE_UI_NOTE = (
     "the Spark UI of a Spark Connect server runs on the server's machine and the "
@@ -496,9 +442,9 @@ class ConnectBackend:
             lost = True  # how a restarted server's unknown session can show
         if not lost or (not bound and not self._unreachable()):
             return ""  # not bound: only when its own server is down, not another's
-        reason = problem_after(error, "") or _FORGOTTEN
-        if reason.startswith(_UNREACHABLE) and not self._unreachable(fresh=True):
-            reason = _BROKEN  # the server answers again; this session's channel does not
+        reason = problem_after(error, "") or FORGOTTEN
+        if reason.startswith(UNREACHABLE) and not self._unreachable(fresh=True):
+            reason = BROKEN  # the server answers again; this session's channel does not
         with self._lock:
             self._problem = reason
         problem = self.problem()
@@ -528,14 +474,14 @@ class ConnectBackend:
         if not reason:
             return ""
         if self.endpoint.shared:  # reconnect starts a new one: no waiting for it
-            if reason.startswith((_UNREACHABLE, _STOPPED)):  # how it ended, if known
+            if reason.startswith((UNREACHABLE, STOPPED)):  # how it ended, if known
                 reason = self.endpoint.end_note() or reason
             return (
                 f"the shared Spark driver ({self.endpoint.display}) {reason}: run "
                 f"`%spark_session reconnect {self.name}` to make it again, with its "
                 "settings and files, on a new shared driver"
             )
-        when = "when it is back, " if reason.startswith(_UNREACHABLE) else ""
+        when = "when it is back, " if reason.startswith(UNREACHABLE) else ""
         return (
             f"its Spark Connect server {self.endpoint.display} {reason}: {when}run "
             f"`%spark_session reconnect {self.name}` to make it again with its settings "
@@ -547,7 +493,7 @@ class ConnectBackend:
         checked = self._reachability
         if fresh or checked is None or now - checked[0] >= self._recheck_seconds:
             checked = self._reachability = (now, reachable(self.endpoint, timeout=0.5))
-        return f"{_UNREACHABLE} ({checked[1]})" if checked[1] else ""
+        return f"{UNREACHABLE} ({checked[1]})" if checked[1] else ""
 
     def running_jobs(self) -> int:
         with self._lock:
