@@ -252,3 +252,11 @@ def test_how_a_server_ended_reads_in_a_few_words(tmp_path: Path) -> None:
     assert ending.end_note() == said
     write_end_note(tmp_path / "server-ended", "was killed (SIGKILL)")  # the keeper's wins
     assert ending.end_note() == "was killed (SIGKILL)"
+    # A day's log: its end is read, not all of it.
+    log.write_text("26/12/07 INFO SparkContext: a line of an hour's log\n" * 60_000)
+    with log.open("a") as more:
+        more.write("java.lang.OutOfMemoryError: GC overhead limit exceeded\n")
+    assert (
+        end_of(None, log)
+        == "ran out of memory (java.lang.OutOfMemoryError: GC overhead limit exceeded)"
+    )

@@ -66,12 +66,19 @@ class Endpoint:
         return f"sc://{self.host}:{self.port}"
 
 
+#: How much of a server's log's end ``out_of_memory_in`` reads: a dying JVM's last words
+#: are there, and a log of a day's server can be large (a cell's check reads it).
+_LOG_TAIL_BYTES = 1 << 20
+
+
 def out_of_memory_in(log_path: str | os.PathLike[str]) -> str:
-    """The last ``java.lang.OutOfMemoryError`` line of a server's log, or ""."""
+    """The last ``java.lang.OutOfMemoryError`` line near the end of a server's log, or ""."""
     found = ""
     try:
-        with open(log_path, errors="replace") as lines:
-            for line in lines:
+        with open(log_path, "rb") as log:
+            log.seek(max(0, os.fstat(log.fileno()).st_size - _LOG_TAIL_BYTES))
+            for raw in log:
+                line = raw.decode(errors="replace")
                 if "java.lang.OutOfMemoryError" in line:
                     found = line[line.index("java.lang.OutOfMemoryError") :].strip()
     except OSError:
