@@ -450,7 +450,7 @@ def test_a_udf_that_exhausts_the_drivers_memory_is_one_line_and_reconnect_brings
     assert eaten.status == "error"
     lines = [line for line in [*eaten.stderr.splitlines(), eaten.error_value] if line.strip()]
     said = [line for line in lines if "the shared Spark driver" in line]
-    # Said while the server still winds down: from its log, before its keeper's note.
+    # Said from the server's log while it winds down (or its keeper's note, once gone).
     assert any("ran out of memory" in line and "reconnect c4" in line for line in said), lines
     assert "Traceback" not in eaten.stderr and len(eaten.traceback) <= 3, eaten.traceback
     # Its job was lost with the driver: Spark's "cancelled because SparkContext was shut
