@@ -40,7 +40,7 @@ that ran Python, with four threads, until the driver stops; ``jss.EndedSessionDa
 stops them within two of its 30 s looks).
 
 Run: ``python benchmarks/shared_driver_soak.py`` (``--minutes M --notebooks N``;
-``--quick``: 3 minutes, 4 notebooks, results to a temp file); writes
+``--quick``: 2 minutes, 4 notebooks, a chaos every 12 s, results to a temp file); writes
 benchmarks/results/shared_driver_soak.json. The soak tests of
 tests/test_shared_driver_kernel.py run the quick version in CI.
 """
@@ -86,7 +86,7 @@ CONFIG = (
 HEAP_FACTOR, HEAP_SLACK_MB = 1.25, 32.0
 #: A kind of thread (threads named alike) may grow by this many: Spark's bounded pools
 #: (task results, RPC, Netty) fill up to their size once. A leak per session grows by
-#: about the number of sessions the soak made (dozens in 3 minutes).
+#: about the number of sessions the soak made (dozens in 2 minutes).
 GROUP_SLACK = 8
 #: Seconds for the daemons of ended sessions to go (two looks of jss.EndedSessionDaemons).
 DAEMONS_RELEASED_WITHIN = 90
@@ -511,10 +511,12 @@ def main() -> None:
     parser.add_argument("--chaos-every", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=50)
     parser.add_argument("--pause", type=float, default=2.0, help="mean seconds between cells")
-    parser.add_argument("--quick", action="store_true", help="3 minutes, 4 notebooks")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 minutes, 4 notebooks, a chaos every 12 s"
+    )
     args = parser.parse_args()
     if args.quick:
-        args.minutes, args.notebooks = 3.0, 4
+        args.minutes, args.notebooks, args.chaos_every = 2.0, 4, 12.0
     base = Path(tempfile.mkdtemp(prefix="jss-soak-"))
     result = {
         "benchmark": "shared_driver_soak",

@@ -9,7 +9,7 @@ server over (issue 50), while a server whose keeper and kernels are all gone end
 after a server's death (killed, or a UDF that exhausted its memory) each notebook's next
 cell says so in one line, and the notebooks reconnecting at the same moment start one new
 server; the Jupyter server's shutdown leaves no Java process. Then the soak (issue 50):
-four notebooks for 3 minutes, kernels restarted and shut down, and nothing left behind."""
+four notebooks for 2 minutes, kernels restarted and shut down, and nothing left behind."""
 
 from __future__ import annotations
 
@@ -501,12 +501,12 @@ def test_the_jupyter_servers_shutdown_leaves_no_java_process(notebooks: Notebook
 
 
 # -- the soak, CI's size (issue 50, point 1) ---------------------------------------------
-# benchmarks/shared_driver_soak.py for 3 minutes with four notebooks of a Jupyter server
+# benchmarks/shared_driver_soak.py for 2 minutes with four notebooks of a Jupyter server
 # of its own, two sessions each (two running a streaming query), a mix of DataFrame, SQL,
-# file-reading and cancelled cells, kernels restarted and shut down every 20 s; then one
+# file-reading and cancelled cells, kernels restarted and shut down every 12 s; then one
 # test per verdict. The hour with ten notebooks is the benchmark's (docs/benchmarks.md).
 # Here, not in a module of its own: xdist hands out the modules with most tests first,
-# and this one's 6 minutes must not start last.
+# and this one's 5 minutes must not start last.
 
 
 @pytest.fixture(scope="module")
@@ -516,13 +516,13 @@ def soaked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from shared_driver_soak import soak
 
     result = soak(
-        tmp_path_factory.mktemp("soak"), minutes=3.0, notebooks=4, chaos_every=20.0, seed=50
+        tmp_path_factory.mktemp("soak"), minutes=2.0, notebooks=4, chaos_every=12.0, seed=50
     )
     print({k: result[k] for k in ("cells", "chaos", "idle_driver", "after_notebooks_left")})
     return result
 
 
-@pytest.mark.timeout(900)  # the soak runs in this first test's set-up: 3 minutes and more
+@pytest.mark.timeout(900)  # the soak runs in this first test's set-up: 2 minutes and more
 def test_every_cell_was_right_and_read_its_own_notebooks_file(soaked: dict[str, Any]) -> None:
     assert soaked["failures"] == [], soaked["failures"]
     assert set(soaked["cells"]) >= {"dataframe", "sql", "file", "cancel", "streaming"}

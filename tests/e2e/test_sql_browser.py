@@ -336,7 +336,10 @@ def test_a_sql_cell_completes_from_its_session_and_is_highlighted_as_sql(
     page.keyboard.press("Shift+Tab")
     tooltip = page.locator(".jp-Tooltip:visible")
     tooltip.wait_for(timeout=30_000)
-    shown_text = tooltip.inner_text()
+    # The tooltip's box shows before its markdown is rendered into it (CI saw it empty).
+    deadline = time.monotonic() + 30
+    while not (shown_text := tooltip.inner_text()).strip() and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
     assert re.search(r"^sales: temporary view of session\W+a\b", shown_text), shown_text
     for part in ("region", "bigint", "amount", "decimal(10,2)", "item", "string"):
         assert part in shown_text, shown_text
