@@ -298,14 +298,15 @@ hence the row with Arrow off. `-o` caps its fetch at `--max-rows + 1` rows: when
 knows the query has no more rows (`range`) its optimizer drops the limit, and the magic
 runs PySpark's own `toPandas()`, adding only its own few milliseconds; when it cannot
 (`filtered`, as for any table), `limit().toPandas()` would pay that stage (1.57x
-measured 2026-12-03), so the magic takes the rows as `collect()` does, with no shuffle,
-turns them into Arrow in the driver and hands them to PySpark's `toPandas()`
-(`backends/first_rows.py`, `jss.FirstRows`). What remains against `toPandas()` of the
-whole query: the rows pass through the driver as Spark's row bytes and are converted
-to Arrow there, in one thread, where `toPandas()` converts in its tasks, in parallel;
-converting in parallel in the driver (measured) gained nothing. In a plain script
-(`local[2]`, 20 rounds) both take the same time (133-145 ms each way), so part of the
-gap is the kernel's.
+measured 2026-12-03). The magic's `toPandas()` takes its Arrow batches from
+`jss.FirstRows` instead (`backends/first_rows.py`): where the limit sits on a plan
+without a shuffle, as here, each task turns its partition's first rows into Arrow, as
+`toPandas()` does, in waves of partitions as `collect()` reads them, and Python keeps
+the limit's rows (1.16x while the driver converted the rows in one thread, until
+2026-12-07); otherwise the driver takes the rows as `collect()` does and converts them.
+A `-o -q` cell also no longer reads its rows as Python values for a table it does not
+show, and a `%%spark_sql a` cell bound to a keeps the cell's tags on instead of setting
+them again (four round trips to the JVM).
 """
 
 

@@ -252,7 +252,7 @@ def _print(name: str, figure: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=24, help="timed cells of each side")
+    parser.add_argument("--rounds", type=int, default=48, help="timed cells of each side")
     parser.add_argument("--quick", action="store_true", help="4 rounds, to a temp file")
     parser.add_argument("--output", type=Path, help="where to write the JSON result")
     args = parser.parse_args()

@@ -96,6 +96,25 @@ def test_push_pop_applies_only_the_top_session() -> None:
     assert tagger.current_tags() == ()
 
 
+def test_the_same_cell_pushed_again_keeps_its_tags_on_without_a_round_trip() -> None:
+    # A `%%spark_sql a` cell bound to a: the magic pushes the cell the hook pushed.
+    sc = RecordingContext()
+    tagger, backend = ThreadJobTagger(), on(sc)
+    tagger.push(backend, "a", 5)  # type: ignore[arg-type]
+    tagger.push(backend, "a", 5)  # type: ignore[arg-type]
+    assert sc.entered[threading.get_ident()] == [("jss:a", "jss:a:5")]  # entered once
+    with tagger.suspended():  # (a stream started in the magic's block)
+        assert sc._mine() == set()
+    assert sc._mine() == {"jss:a", "jss:a:5"}
+    tagger.pop()
+    assert sc._mine() == {"jss:a", "jss:a:5"} and tagger.current_cell() == ("a", 5)
+    tagger.push(backend, "b", 5)  # type: ignore[arg-type]
+    assert sc._mine() == {"jss:b", "jss:b:5"}
+    tagger.pop()
+    tagger.pop()
+    assert sc._mine() == set() and tagger.current_cell() is None
+
+
 def test_tags_are_per_thread() -> None:
     sc = RecordingContext()
     tagger = ThreadJobTagger()

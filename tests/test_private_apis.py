@@ -849,6 +849,12 @@ def test_first_rows_as_pandas_take_toPandas_batches_without_the_limits_shuffle(
         whole = root.sql("SELECT id, CAST(id AS STRING) AS s FROM range(0, 100, 1, 4)")
         kept, kept_stages = stages_of("no-limit-left", lambda: first_rows.as_pandas(whole, 1000))
         assert kept.equals(whole.toPandas()) and kept_stages == [1], kept_stages
+        # The query's own LIMIT, smaller, read over several waves of partitions (tasks
+        # return whole batches: the rows beyond it are cut); with an OFFSET, the driver's way.
+        for clause in ("LIMIT 7", "LIMIT 7 OFFSET 2"):
+            query = root.sql(f"SELECT id FROM range(0, 40, 1, 8) WHERE id % 2 = 0 {clause}")
+            got = first_rows.as_pandas(query, 4001)
+            assert got["id"].tolist() == [row.id for row in query.collect()], (clause, got)
         empty = first_rows.as_pandas(root.sql("SELECT id FROM range(10) WHERE id < 0"), 5)
         assert empty.empty and list(empty.columns) == ["id"]
         root.conf.set("spark.sql.limit.initialNumPartitions", "1")  # the user's own

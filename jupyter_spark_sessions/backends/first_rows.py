@@ -4,7 +4,8 @@ says why): what ``%%spark_sql -o`` fetches (``sql_runs.as_pandas``).
 
 On a classic session the limited DataFrame's ``toPandas()`` runs as usual, PySpark's
 checks and conversion to pandas included, but its Arrow batches come from
-``jss.FirstRows`` (the rows taken as ``collect()`` takes them) instead of from
+``jss.FirstRows`` (the partitions read in waves as ``collect()`` reads them, each task
+turning its first rows into Arrow; the limit's rows kept here) instead of from
 ``_collect_as_arrow``. Private PySpark API, in this module only: that method (which
 ``toPandas`` calls for its batches: replaced on the one DataFrame), ``_jdf``,
 ``SCCallSiteSync``, ``_load_from_socket`` and ``ArrowCollectSerializer``;
@@ -63,14 +64,14 @@ class ArrowBatchesOfFirstRows:
         if served is None:  # no limit left in the plan: PySpark's own way costs nothing more
             method = type(self.limited)._collect_as_arrow
             return method(self.limited, split_batches=split_batches, **options)  # type: ignore[no-any-return]
-        connection, secret, server = served
+        connection, secret, server, keep = served
         try:
             loaded: Any = _load_from_socket((connection, secret), ArrowCollectSerializer())
             if hasattr(loaded, "__enter__"):  # PySpark 4.3: closes the socket on exit
                 with loaded as stream:
-                    batches = _in_order(list(stream))
+                    batches = _first_rows(_in_order(list(stream)), keep)
             else:  # 4.1: the stream itself
-                batches = _in_order(list(loaded))
+                batches = _first_rows(_in_order(list(loaded)), keep)
         finally:
             with unwrap_spark_exception():
                 server.getResult()
@@ -84,6 +85,18 @@ class ArrowBatchesOfFirstRows:
                 for batch in batches
             ]
         return batches
+
+
+def _first_rows(batches: list[Any], rows: int) -> list[Any]:
+    """The batches cut to their first ``rows`` rows (the tasks' last batch may hold more
+    than the limit left)."""
+    kept = []
+    for batch in batches:
+        if rows <= 0:
+            break
+        kept.append(batch if batch.num_rows <= rows else batch.slice(0, rows))
+        rows -= batch.num_rows
+    return kept
 
 
 def _in_order(items: list[Any]) -> list[Any]:

@@ -192,9 +192,10 @@ class SparkSqlMagics(Magics):
 
     def _session(self, name: str | None) -> tuple[str | None, Any]:
         """(name, session) to run in: the one named, else the one `spark` is bound to
-        (a session of the user's own: no name)."""
+        (a session of the user's own: no name). Whether a registered one is usable is
+        checked as its statements start (``running_in``)."""
         if name is not None:
-            return name, self.registry.session(name)
+            return name, self.registry.get(name).session
         bound = self.ip.user_ns.get("spark")
         managed = self.registry.find(bound)
         if managed is not None:
@@ -250,13 +251,15 @@ class SparkSqlMagics(Magics):
             _raise_short(exc, name, self._temp_view_holders)
             show_from_spark(self.ip, exc)  # from Spark's frame: none of ours
             raise
-        if not options.quiet:
+        if table is not None and not options.quiet:
             display(mime_bundle(table), raw=True)  # type: ignore[no-untyped-call]
 
     def _fetch(
         self, frame: Any, options: argparse.Namespace, shown: int, max_rows: int
-    ) -> ResultTable:
-        columns = sql_runs.columns(frame)
+    ) -> ResultTable | None:
+        """The table the cell shows; None for ``-o`` with ``-q`` (no table: the variable
+        is all, and reading its rows as Python values for a table would cost more than
+        the magic's own work)."""
         # The count is shown when it is known for free (-o fetched every row) or asked
         # for (--count): counting otherwise runs the whole query again, where the shown
         # rows' fetch stops once it has them.
@@ -274,13 +277,19 @@ class SparkSqlMagics(Magics):
             self.ip.user_ns[options.output] = pandas
             height, width = pandas.shape
             print(variable_line(options.output, height, width, limit if cut else None))
+            if options.quiet:
+                return None
             rows = _pandas_rows(pandas, shown + 1)  # shown: what the variable holds
             more = cut or len(rows) > shown
         else:
             rows = sql_runs.first_rows(frame, shown + 1)
             more = len(rows) > shown
         return ResultTable(
-            columns, tuple(rows[:shown]), more=more, total=total, more_than=more_than
+            sql_runs.columns(frame),
+            tuple(rows[:shown]),
+            more=more,
+            total=total,
+            more_than=more_than,
         )
 
     def _sql(self, session: Any, statement: str, call: BoundStatement, name: str | None) -> Any:

@@ -51,9 +51,14 @@ class ThreadJobTagger:
     def push(self, backend: SessionBackend, session_name: str, execution_count: int) -> None:
         """Tag the current thread's jobs as ``session_name``'s cell ``execution_count``."""
         stack = self._stack()
+        cell = (session_name, execution_count)
+        if stack and stack[-1].backend is backend and stack[-1].cell == cell:
+            # The same cell again (a `%%spark_sql a` cell bound to a): its tags are on
+            # already; two round trips to the driver each way saved.
+            stack.append(stack[-1])
+            return
         if stack:
             _remove(stack[-1])
-        cell = (session_name, execution_count)
         pushed = _Pushed(backend, cell, cell_tags(*cell))
         stack.append(pushed)
         _add(pushed)
@@ -64,7 +69,10 @@ class ThreadJobTagger:
         stack = self._stack()
         if not stack:
             return
-        _remove(stack.pop())
+        popped = stack.pop()
+        if stack and stack[-1] is popped:  # the same cell pushed again: still on
+            return
+        _remove(popped)
         set_current_cell(stack[-1].cell if stack else None)
         if stack:
             _add(stack[-1])
