@@ -106,6 +106,10 @@ def test_the_same_cell_pushed_again_keeps_its_tags_on_without_a_round_trip() -> 
     with tagger.suspended():  # (a stream started in the magic's block)
         assert sc._mine() == set()
     assert sc._mine() == {"jss:a", "jss:a:5"}
+    with tagger.suspended():  # tags off: pushing the cell again puts them on
+        tagger.push(backend, "a", 5)  # type: ignore[arg-type]
+        assert sc._mine() == {"jss:a", "jss:a:5"}
+        tagger.pop()
     tagger.pop()
     assert sc._mine() == {"jss:a", "jss:a:5"} and tagger.current_cell() == ("a", 5)
     tagger.push(backend, "b", 5)  # type: ignore[arg-type]

@@ -52,10 +52,16 @@ class ThreadJobTagger:
         """Tag the current thread's jobs as ``session_name``'s cell ``execution_count``."""
         stack = self._stack()
         cell = (session_name, execution_count)
-        if stack and stack[-1].backend is backend and stack[-1].cell == cell:
+        top = stack[-1] if stack else None
+        if (
+            top is not None
+            and top.applied is not None
+            and top.backend is backend
+            and top.cell == cell
+        ):
             # The same cell again (a `%%spark_sql a` cell bound to a): its tags are on
-            # already; two round trips to the driver each way saved.
-            stack.append(stack[-1])
+            # already (not suspended); two round trips to the driver each way saved.
+            stack.append(top)
             return
         if stack:
             _remove(stack[-1])
