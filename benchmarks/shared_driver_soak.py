@@ -330,14 +330,16 @@ def python_daemons(pid: int) -> int:
     return found
 
 
-def settle_threads(pid: int, timeout: float = 100.0) -> None:
+def settle_threads(pid: int, since: float, timeout: float = 100.0) -> None:
     """Wait until the JVM's thread count stops falling: Spark's cached thread pools
-    (block manager, shuffle, query stages, task launch) end idle threads after 60 s."""
-    deadline, last = time.monotonic() + timeout, psutil.Process(pid).num_threads()
+    (block manager, shuffle, query stages, task launch) end idle threads after 60 s of
+    idleness, counted from ``since`` (``time.monotonic()`` when the work ended: the
+    wait for the daemons runs in those 60 s too)."""
+    deadline, last = since + timeout, psutil.Process(pid).num_threads()
     while time.monotonic() < deadline:
         time.sleep(10)
         now = psutil.Process(pid).num_threads()
-        if now >= last and time.monotonic() > deadline - timeout + 70:
+        if now >= last and time.monotonic() > since + 70:
             return
         last = min(last, now)
 
@@ -434,13 +436,14 @@ def soak(
             notebook.check_streaming(tally)
         for notebook in opened:
             notebook.close()
+        idle_since = time.monotonic()
         leases_left = wait_until(
             lambda: not any(lease.sessions for lease in rendezvous.leases(record)), 30, 0.5
         )
         daemons_released = wait_until(
             lambda: python_daemons(record.server_pid) <= idle_daemons, DAEMONS_RELEASED_WITHIN, 1
         )
-        settle_threads(record.server_pid)
+        settle_threads(record.server_pid, since=idle_since)
         samples = sampler.stop()
         after = server_figures(record.server_pid, gc_first=True)
         daemons = python_daemons(record.server_pid)
