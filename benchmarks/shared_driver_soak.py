@@ -90,6 +90,9 @@ HEAP_FACTOR, HEAP_SLACK_MB = 1.25, 32.0
 GROUP_SLACK = 8
 #: Seconds for the daemons of ended sessions to go (two looks of jss.EndedSessionDaemons).
 DAEMONS_RELEASED_WITHIN = 90
+#: ``--quick``, and the soak tests of tests/test_shared_driver_kernel.py in CI: the chaos
+#: (at least four restarts or shutdowns) and the notebooks' mix, in 2 minutes.
+QUICK = {"minutes": 2.0, "notebooks": 4, "chaos_every": 12.0}
 #: Workers of Spark's pools with a maximum size, which shrink slowly or not at all when
 #: idle: the Spark UI's Jetty pool (the boards' reads of the REST API; Jetty ends one idle
 #: thread a minute), the block manager's pools (up to 100 each), anonymous executors.
@@ -519,7 +522,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.quick:
-        args.minutes, args.notebooks, args.chaos_every = 2.0, 4, 12.0
+        vars(args).update(QUICK)
     base = Path(tempfile.mkdtemp(prefix="jss-soak-"))
     result = {
         "benchmark": "shared_driver_soak",

@@ -513,11 +513,9 @@ def test_the_jupyter_servers_shutdown_leaves_no_java_process(notebooks: Notebook
 def soaked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     # Imported here: the benchmark imports this module's _open_notebook.
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    from shared_driver_soak import soak
+    from shared_driver_soak import QUICK, soak
 
-    result = soak(
-        tmp_path_factory.mktemp("soak"), minutes=2.0, notebooks=4, chaos_every=12.0, seed=50
-    )
+    result = soak(tmp_path_factory.mktemp("soak"), **QUICK, seed=50)
     print({k: result[k] for k in ("cells", "chaos", "idle_driver", "after_notebooks_left")})
     return result
 

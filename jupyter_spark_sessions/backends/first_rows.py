@@ -69,9 +69,9 @@ class ArrowBatchesOfFirstRows:
             loaded: Any = _load_from_socket((connection, secret), ArrowCollectSerializer())
             if hasattr(loaded, "__enter__"):  # PySpark 4.3: closes the socket on exit
                 with loaded as stream:
-                    batches = _first_rows(_in_order(list(stream)), keep)
+                    batches = _cut_to_rows(_in_order(list(stream)), keep)
             else:  # 4.1: the stream itself
-                batches = _first_rows(_in_order(list(loaded)), keep)
+                batches = _cut_to_rows(_in_order(list(loaded)), keep)
         finally:
             with unwrap_spark_exception():
                 server.getResult()
@@ -87,7 +87,7 @@ class ArrowBatchesOfFirstRows:
         return batches
 
 
-def _first_rows(batches: list[Any], rows: int) -> list[Any]:
+def _cut_to_rows(batches: list[Any], rows: int) -> list[Any]:
     """The batches cut to their first ``rows`` rows (the tasks' last batch may hold more
     than the limit left)."""
     kept = []
