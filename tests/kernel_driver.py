@@ -181,6 +181,8 @@ class Kernel:
             raise AssertionError(
                 f"cell failed: {result.error_name}: {result.error_value}\n"
                 + "\n".join(result.traceback)
+                # A UsageError (our one-line errors) is printed to stderr, with no traceback.
+                + (f"\nstderr: {result.stderr}" if result.stderr else "")
             )
         return result
 

@@ -163,17 +163,24 @@ def _reconnect_all_at_once(notebooks: Notebooks, old: ServerRecord) -> None:
         (kernel, kernel.client.execute(f"%spark_session reconnect {name}"))
         for kernel, name in _survivors(notebooks)
     ]
-    outs = []
-    for kernel, msg_id in sent:
-        result = kernel.collect(msg_id, 300)
-        assert result.status == "ok", (result.error_value, result.traceback)
-        outs.append(result.stdout)
+    results = [kernel.collect(msg_id, 300) for kernel, msg_id in sent]
+    failed = [(r.stderr, r.error_value, r.traceback) for r in results if r.status != "ok"]
+    assert not failed, (failed, _keeper_logs(notebooks))
+    outs = [result.stdout for result in results]
     assert sum("Starting the shared Spark driver" in out for out in outs) == 1, outs
     new = notebooks.record()
     assert new.id != old.id
     assert [p.pid for p in server_jvms(notebooks.server.runtime_dir)] == [new.server_pid]
     assert notebooks.two.ok(READ_LOOKUP.format("b")).stdout.strip() == "from two"
     _others_run_on(notebooks)
+
+
+def _keeper_logs(notebooks: Notebooks) -> dict[str, str]:
+    """The last lines of each shared server's keeper log (what a failure shows)."""
+    return {
+        log.parent.name: "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        for log in sorted(notebooks.server.runtime_dir.glob("jss-shared-driver-*/keeper.log"))
+    }
 
 
 def test_two_notebooks_share_one_spark_jvm(notebooks: Notebooks) -> None:
