@@ -22,7 +22,7 @@ from ..config import SparkSessionsConfig
 from ..errors import ConnectError
 from ..session_root import open_private
 from . import connect, driver_jar, java_tmpdir, scheduler_pools
-from .connect_endpoint import LOCAL, SHARED, Endpoint, parse_remote, reachable
+from .connect_endpoint import LOCAL, SHARED, Endpoint, parse_remote
 from .java_runtime import require_java
 from .jvm_reaper import reap_when_it_exits
 from .local_master import (
@@ -108,7 +108,22 @@ class LocalConnectServer:
         return str(self._conf.get(scheduler_pools.MODE, "FIFO")).upper() == "FAIR"
 
     def start(self) -> Endpoint:
-        """Start the server and wait until it accepts connections."""
+        """Start the server and wait until it accepts connections. Ports this chooses
+        are free when chosen, not when the JVM binds them seconds later: if another
+        process took one in between, start again on new ones (a few times)."""
+        attempt = 1
+        while True:
+            try:
+                return self._start_once()
+            except _PortTaken as taken:
+                if attempt == PORT_ATTEMPTS:
+                    raise ConnectError(
+                        f"The local Spark Connect server could not get a free port "
+                        f"({PORT_ATTEMPTS} tries; the last: {taken}) (log: {self._log_path})."
+                    ) from None
+                attempt += 1
+
+    def _start_once(self) -> Endpoint:
         import pyspark
 
         spark_home = os.path.dirname(pyspark.__file__)
@@ -121,6 +136,7 @@ class LocalConnectServer:
         # The UI on a port chosen here, so that the views can link it (through the
         # Jupyter server: magics/spark_ui.py); the user's own port wins.
         ui_url = ""
+        ui_port = 0
         if conf.get("spark.ui.enabled", "true").lower() != "false":
             ui_port = int(conf.get("spark.ui.port", "0") or 0) or _free_port()
             conf["spark.ui.port"] = str(ui_port)
@@ -174,9 +190,26 @@ class LocalConnectServer:
             ui_secret=secret,
             local=True,
         )
+        self._wait_until_it_listens(port, ui_port, chosen=self._port is None)
+        if secret and not self._publishes_ui_secret:
+            write_ui_secret(ui_url, secret)  # the UI is up before the gRPC port: readable now
+        self.ui_secret = secret
+        self.endpoint = endpoint
+        return endpoint
+
+    def _wait_until_it_listens(self, port: int, ui_port: int, chosen: bool) -> None:
+        """Until the server's own process listens on ``port``: not merely something
+        (another process may have taken the port since it was chosen). ``chosen``: the
+        port was picked here, so a taken one means starting again (_PortTaken)."""
+        assert self._process is not None
         deadline = time.monotonic() + self._start_timeout
-        while reachable(endpoint, 0.5):
+        while True:
+            listening = listening_ports(self._process.pid)
+            if port in listening:
+                break
             if self._process.poll() is not None:
+                if chosen and port_was_taken(self._log_path):
+                    raise _PortTaken(f"port {port} or {ui_port} was in use")
                 raise ConnectError(
                     f"The local Spark Connect server exited (code {self._process.returncode})"
                     f" while starting: {_last_line(self._log_path)} (log: {self._log_path})."
@@ -188,11 +221,11 @@ class LocalConnectServer:
                     f"{self._start_timeout:.0f} s (log: {self._log_path})."
                 )
             time.sleep(0.2)
-        if secret and not self._publishes_ui_secret:
-            write_ui_secret(ui_url, secret)  # the UI is up before the gRPC port: readable now
-        self.ui_secret = secret
-        self.endpoint = endpoint
-        return endpoint
+        # Spark's UI moves to the next port when its own is taken (it started before
+        # the gRPC port): the views would link another process.
+        if ui_port and ui_port not in listening:
+            self.stop()
+            raise _PortTaken(f"the UI's port {ui_port} was in use")
 
     def _secret_properties(self, secret: str) -> Path:
         """A properties file (mode 0600, in the kernel's private folder) handing the
@@ -243,6 +276,38 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
         return None
     pr_set_pdeathsig = 1
     return lambda: prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+#: Starts on new ports before giving up, when a chosen port was taken meanwhile.
+PORT_ATTEMPTS = 3
+
+
+class _PortTaken(Exception):
+    """A port chosen for the server was taken by another process before it bound it."""
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports process ``pid`` listens on (empty once it is gone)."""
+    import psutil  # type: ignore[import-untyped]
+
+    try:
+        process = psutil.Process(pid)
+        # psutil 6 renamed connections() to net_connections().
+        list_connections = getattr(process, "net_connections", None) or process.connections
+        connections = list_connections(kind="tcp")
+    except psutil.Error:
+        return set()
+    return {c.laddr.port for c in connections if c.status == psutil.CONN_LISTEN}
+
+
+def port_was_taken(log: Path) -> bool:
+    """Whether the server's log says it could not bind a port (Spark's BindException:
+    "Failed to bind to address ...")."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return False
+    return "java.net.BindException" in text
 
 
 def _free_port() -> int:
