@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_spark_sessions.backends import driver_jar
 from jupyter_spark_sessions.shared_driver.keeper import KEEPER_WATCH, Keeper, watched_conf
 from jupyter_spark_sessions.shared_driver.rendezvous import (
     RUNNING,
@@ -161,8 +162,12 @@ def test_the_servers_watch_joins_the_users_listeners_class_path_and_grace(tmp_pa
         heartbeat,
     )
     assert conf["spark.extraListeners"] == f"com.example.Theirs,{KEEPER_WATCH}"
-    class_path = conf["spark.driver.extraClassPath"].split(os.pathsep)
-    assert class_path[0] == "/opt/theirs.jar" and class_path[1].endswith("jss-driver.jar")
+    # The user's class path is theirs; the jar goes after Spark's jars (the launcher's
+    # SPARK_DIST_CLASSPATH), after the user's entries there too.
+    assert conf["spark.driver.extraClassPath"] == "/opt/theirs.jar"
+    env = driver_jar.class_path_env({"SPARK_DIST_CLASSPATH": "/opt/hadoop/*"})
+    assert env["SPARK_DIST_CLASSPATH"].split(os.pathsep) == ["/opt/hadoop/*", str(driver_jar.JAR)]
+    assert driver_jar.class_path_env(env) == env  # added once
     assert conf["spark.jss.keeperGraceSeconds"] == "5"
     assert conf["spark.jss.keeperHeartbeat"] == str(heartbeat)
     assert watched_conf({}, heartbeat)["spark.jss.keeperGraceSeconds"] == "60.0"

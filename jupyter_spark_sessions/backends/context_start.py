@@ -83,7 +83,7 @@ def start_context(
         defaults.update(LOCAL_CONTEXT_DEFAULTS)
     defaults.update(authenticate_defaults(master))
     launching = driver.current_gateway() is None and jvm_stderr.can_filter()
-    protection = ui_protection(master, conf, str(driver_jar.JAR))
+    protection = ui_protection(master, conf)
     if protection and not (launching or _filter_loadable()):
         protection = {}  # a JVM launched without the jar on its class path: cannot
     settings = {"spark.master": master, "spark.app.name": app_name, **defaults, **conf}
@@ -96,6 +96,8 @@ def start_context(
     if scratch_dir and is_local_master(master) and not users:
         env["SPARK_LOCAL_DIRS"] = scratch_dir  # not spark.local.dir: Spark warns at each start
     env.update(quiet_logging_env(conf))
+    if protection and launching:  # the UI's filter, made by Spark's class loader
+        env.update(driver_jar.class_path_env(os.environ))
     tmp_option = java_tmpdir.tmpdir_option(Path(java_tmp_dir), conf) if java_tmp_dir else ""
     if tmp_option:
         submit_opts = env.get("SPARK_SUBMIT_OPTS", os.environ.get("SPARK_SUBMIT_OPTS", ""))

@@ -65,17 +65,27 @@ def _make(sc: SparkContext, class_name: str) -> Any:
 
 def with_driver_listener(conf: Mapping[str, str], class_name: str) -> dict[str, str]:
     """``conf`` for a driver this project launches, with ``class_name`` among its
-    ``spark.extraListeners`` and the jar on its class path (read at the JVM's launch;
-    the user's own listeners and class path kept). Spark makes listeners on the driver
-    only: nothing of the jar runs on executors, whose class path (a cluster's) lacks it."""
+    ``spark.extraListeners`` (the user's own listeners kept); the JVM needs the jar on
+    its class path too (``class_path_env``). Spark makes listeners on the driver only:
+    nothing of the jar runs on executors, whose class path (a cluster's) may lack it."""
     listeners = [p.strip() for p in conf.get("spark.extraListeners", "").split(",") if p.strip()]
-    class_path = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
     if class_name not in listeners:
         listeners.append(class_name)
-    if str(JAR) not in class_path:
-        class_path.append(str(JAR))
-    return {
-        **conf,
-        "spark.extraListeners": ",".join(listeners),
-        "spark.driver.extraClassPath": os.pathsep.join(class_path),
-    }
+    return {**conf, "spark.extraListeners": ",".join(listeners)}
+
+
+#: Spark's launcher puts this variable's entries on a JVM's class path after Spark's
+#: own jars (``spark.driver.extraClassPath`` goes before them).
+DIST_CLASS_PATH = "SPARK_DIST_CLASSPATH"
+
+
+def class_path_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment that puts the jar on the class path of a JVM spark-submit
+    launches (read at its launch only: a listener or the UI's filter of this jar is
+    made by Spark's class loader): after Spark's jars, so that it shadows nothing of
+    Spark's and the JVM's class path starts as a plain Spark driver's (what a JDK
+    class-data archive of Spark's classes needs to apply). The user's entries kept."""
+    entries = [p for p in environ.get(DIST_CLASS_PATH, "").split(os.pathsep) if p]
+    if str(JAR) not in entries:
+        entries.append(str(JAR))
+    return {DIST_CLASS_PATH: os.pathsep.join(entries)}

@@ -144,8 +144,7 @@ class LocalConnectServer:
         # Its UI answers only this kernel's Jupyter server, as a classic context's does.
         protection = {}
         if ui_url:
-            jar = str(driver_jar.JAR)
-            protection = ui_protection(self.master, conf, jar, self._publishes_ui_secret)
+            protection = ui_protection(self.master, conf, self._publishes_ui_secret)
         secret = protection.pop(UI_SECRET_CONF, "")
         conf.update(protection)
         command = [os.path.join(spark_home, "bin", "spark-submit"), "--class", _SERVER_CLASS]
@@ -162,6 +161,7 @@ class LocalConnectServer:
             "SPARK_SUBMIT_OPTS": java_tmpdir.with_option(submit_opts, tmp_option),
             "SPARK_HOME": spark_home,
             "SPARK_CONNECT_AUTHENTICATE_TOKEN": self._token,
+            **driver_jar.class_path_env(os.environ),  # its listeners and UI filter
             **local_master_env(self.master),  # its UI on loopback too
             # The server's Python workers run UDFs: use this interpreter (pyarrow, the
             # user's packages), unless the user chose one.

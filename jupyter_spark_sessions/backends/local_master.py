@@ -104,7 +104,7 @@ UI_SECRET_FILE = "jss-spark-ui-{port}.json"
 
 
 def ui_protection(
-    master: str, conf: Mapping[str, str], jar: str, secret_published: bool = False
+    master: str, conf: Mapping[str, str], secret_published: bool = False
 ) -> dict[str, str]:
     """Settings that make the UI of a context started on a local master refuse every
     request without a new random secret (``UiSecretFilter``); nothing when the user set
@@ -117,14 +117,9 @@ def ui_protection(
         return {}
     if conf.get("spark.ui.enabled", "true").strip().lower() == "false":
         return {}
-    extra = [p for p in conf.get("spark.driver.extraClassPath", "").split(os.pathsep) if p]
-    return {
-        "spark.ui.filters": UI_FILTER,
-        UI_SECRET_CONF: secrets.token_urlsafe(32),
-        # The filter is made by Spark's own class loader when the UI starts: the jar must
-        # be on the driver's class path (read at the JVM's launch only).
-        "spark.driver.extraClassPath": os.pathsep.join([*extra, *([] if jar in extra else [jar])]),
-    }
+    # The filter is made by Spark's own class loader when the UI starts: the caller
+    # launches the JVM with the jar on its class path (driver_jar.class_path_env).
+    return {"spark.ui.filters": UI_FILTER, UI_SECRET_CONF: secrets.token_urlsafe(32)}
 
 
 def connection_file() -> Path | None:
