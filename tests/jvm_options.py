@@ -10,8 +10,13 @@ Benchmarks use none of this.
   them, parsed and verified once (``-XX:ArchiveClassesAtExit`` on a short driver run,
   kept per PySpark, Java and virtualenv under build/) and mapped by every later JVM
   (``-XX:SharedArchiveFile``). A driver's start and first jobs took 8.7 s of CPU instead
-  of 17.1 on this 2-core machine, its start 4.7 s instead of 9.0. A JVM whose class path
-  differs from the archive's (an executor, the launcher) just loads its classes as usual.
+  of 17.1 on this 2-core machine, its start 4.7 s instead of 9.0. It applies to a JVM
+  whose class path starts with the archive's: drivers, and the local Spark Connect
+  servers (the project's jar comes after Spark's jars: driver_jar.class_path_env; a
+  server's start and first queries 5.3-6.2 CPU-s instead of 9.4-9.7). A JVM whose class
+  path differs (an executor, the launcher) just loads its classes as usual. (Adding a
+  Connect server's own classes to the workload saved about 0.5 CPU-s more per server:
+  not worth a second private API here.)
 
     python tests/jvm_options.py   # make the archive for this interpreter's PySpark now
 """

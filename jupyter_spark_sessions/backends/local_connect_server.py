@@ -111,19 +111,17 @@ class LocalConnectServer:
         """Start the server and wait until it accepts connections. Ports this chooses
         are free when chosen, not when the JVM binds them seconds later: if another
         process took one in between, start again on new ones (a few times)."""
-        attempt = 1
-        while True:
-            try:
-                return self._start_once()
-            except _PortTaken as taken:
-                if attempt == PORT_ATTEMPTS:
-                    raise ConnectError(
-                        f"The local Spark Connect server could not get a free port "
-                        f"({PORT_ATTEMPTS} tries; the last: {taken}) (log: {self._log_path})."
-                    ) from None
-                attempt += 1
+        for _ in range(PORT_ATTEMPTS):
+            endpoint = self._start_once()
+            if endpoint is not None:
+                return endpoint
+        raise ConnectError(
+            f"The local Spark Connect server could not get a free port: {PORT_ATTEMPTS} "
+            f"times another process took one chosen for it (log: {self._log_path})."
+        )
 
-    def _start_once(self) -> Endpoint:
+    def _start_once(self) -> Endpoint | None:
+        """The started server's endpoint; None when a port chosen for it was taken."""
         import pyspark
 
         spark_home = os.path.dirname(pyspark.__file__)
@@ -136,9 +134,11 @@ class LocalConnectServer:
         # The UI on a port chosen here, so that the views can link it (through the
         # Jupyter server: magics/spark_ui.py); the user's own port wins.
         ui_url = ""
-        ui_port = 0
+        chosen_ui_port = 0  # a port of the user's is left to Spark's own rules
         if conf.get("spark.ui.enabled", "true").lower() != "false":
-            ui_port = int(conf.get("spark.ui.port", "0") or 0) or _free_port()
+            ui_port = int(conf.get("spark.ui.port", "0") or 0)
+            if not ui_port:
+                ui_port = chosen_ui_port = _free_port()
             conf["spark.ui.port"] = str(ui_port)
             ui_url = f"http://127.0.0.1:{ui_port}"
         # Its UI answers only this kernel's Jupyter server, as a classic context's does.
@@ -190,17 +190,20 @@ class LocalConnectServer:
             ui_secret=secret,
             local=True,
         )
-        self._wait_until_it_listens(port, ui_port, chosen=self._port is None)
+        chosen_port = 0 if self._port else port
+        if not self._wait_until_it_listens(port, chosen_port, chosen_ui_port):
+            return None
         if secret and not self._publishes_ui_secret:
             write_ui_secret(ui_url, secret)  # the UI is up before the gRPC port: readable now
         self.ui_secret = secret
         self.endpoint = endpoint
         return endpoint
 
-    def _wait_until_it_listens(self, port: int, ui_port: int, chosen: bool) -> None:
+    def _wait_until_it_listens(self, port: int, chosen_port: int, chosen_ui_port: int) -> bool:
         """Until the server's own process listens on ``port``: not merely something
-        (another process may have taken the port since it was chosen). ``chosen``: the
-        port was picked here, so a taken one means starting again (_PortTaken)."""
+        (another process may have taken the port since it was chosen). False when a
+        port picked here (``chosen_port``, ``chosen_ui_port``; 0: the user's) was taken:
+        the server is to start on new ones."""
         assert self._process is not None
         deadline = time.monotonic() + self._start_timeout
         while True:
@@ -208,8 +211,8 @@ class LocalConnectServer:
             if port in listening:
                 break
             if self._process.poll() is not None:
-                if chosen and port_was_taken(self._log_path):
-                    raise _PortTaken(f"port {port} or {ui_port} was in use")
+                if chosen_port and port_was_taken(self._log_path):
+                    return False
                 raise ConnectError(
                     f"The local Spark Connect server exited (code {self._process.returncode})"
                     f" while starting: {_last_line(self._log_path)} (log: {self._log_path})."
@@ -223,9 +226,10 @@ class LocalConnectServer:
             time.sleep(0.2)
         # Spark's UI moves to the next port when its own is taken (it started before
         # the gRPC port): the views would link another process.
-        if ui_port and ui_port not in listening:
+        if chosen_ui_port and chosen_ui_port not in listening:
             self.stop()
-            raise _PortTaken(f"the UI's port {ui_port} was in use")
+            return False
+        return True
 
     def _secret_properties(self, secret: str) -> Path:
         """A properties file (mode 0600, in the kernel's private folder) handing the
@@ -280,10 +284,6 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
 
 #: Starts on new ports before giving up, when a chosen port was taken meanwhile.
 PORT_ATTEMPTS = 3
-
-
-class _PortTaken(Exception):
-    """A port chosen for the server was taken by another process before it bound it."""
 
 
 def listening_ports(pid: int) -> set[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -70,13 +71,16 @@ def open_notebook(
         select.click()
     except Exception:  # no question: the kernel started by itself
         pass
-    wait_for_kernel_idle(page)
+    wait_for_kernel_idle(page, server=server)
 
 
-def wait_for_kernel_idle(page: Any, timeout_s: float = 120) -> None:
+def wait_for_kernel_idle(
+    page: Any, timeout_s: float = 120, server: LabServer | None = None
+) -> None:
     """Wait for the notebook's kernel to be idle (its toolbar status), choosing the
     notebook's own kernel (python3) if JupyterLab asks which one to start: the question
-    can come late (behind a gateway on a loaded machine it came after 5 s)."""
+    can come late (behind a gateway on a loaded machine it came after 5 s). On failure,
+    the last lines of the logs beside ``server``'s (its own, a kernel gateway's)."""
     select = page.locator(".jp-Dialog button", has_text="Select")
     idle = page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator[data-status='idle']")
     deadline = time.monotonic() + timeout_s
@@ -87,7 +91,7 @@ def wait_for_kernel_idle(page: Any, timeout_s: float = 120) -> None:
             status = page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator").first
             raise AssertionError(
                 f"the kernel was not idle after {timeout_s:.0f} s "
-                f"(status {status.get_attribute('data-status')!r})"
+                f"(status {status.get_attribute('data-status')!r})" + _log_tails(server)
             )
         page.wait_for_timeout(250)
 
@@ -255,3 +259,15 @@ def colours(page: Any, index: int) -> tuple[dict[str, str], dict[str, str]]:
     editor = page.locator(f"{SHOWN} .jp-Notebook .jp-Cell").nth(index).locator(".cm-content")
     found = editor.evaluate(TOKENS)
     return found["theme"], {text: colour for text, colour in found["tokens"]}
+
+
+def _log_tails(server: LabServer | None, lines: int = 25) -> str:
+    """The last ``lines`` of each log in the folder of ``server``'s log."""
+    if server is None:
+        return ""
+    server.log.flush()
+    tails = []
+    for log in sorted(Path(server.log.name).parent.glob("*.log")):
+        text = log.read_text(errors="replace").splitlines()[-lines:]
+        tails.append(f"\n--- {log.name} ---\n" + "\n".join(text))
+    return "".join(tails)
