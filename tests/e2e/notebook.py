@@ -82,18 +82,48 @@ def wait_for_kernel_idle(
     can come late (behind a gateway on a loaded machine it came after 5 s). On failure,
     the last lines of the logs beside ``server``'s (its own, a kernel gateway's)."""
     select = page.locator(".jp-Dialog button", has_text="Select")
+    indicator = page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator").first
     idle = page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator[data-status='idle']")
     deadline = time.monotonic() + timeout_s
+    unknown_since: float | None = None
+    reloaded = False
     while not idle.is_visible():
         if select.is_visible():
             select.click()
-        if time.monotonic() > deadline:
-            status = page.locator(f"{SHOWN} .jp-Notebook-ExecutionIndicator").first
+        now = time.monotonic()
+        unknown = _status(indicator) == "unknown"
+        unknown_since = (unknown_since or now) if unknown else None
+        if unknown_since is not None and now - unknown_since > UNKNOWN_RELOAD_S and not reloaded:
+            # Behind a kernel gateway, the kernel's first websocket can be lost in a race
+            # of jupyter_server's gateway client (its log: "Websocket connection has been
+            # closed via client disconnect", then the gateway's "Replacing stale
+            # connection"): the status stays "unknown" for good (a fresh-clone run, 1 run of 4
+            # under load here; jupyterlab/jupyterlab#7683). What a user does: reload.
+            print(f"kernel status 'unknown' for {UNKNOWN_RELOAD_S:.0f} s: reloading the page")
+            page.reload()
+            reloaded, unknown_since = True, None
+            deadline = max(deadline, now + 60)
+        if now > deadline:
             raise AssertionError(
                 f"the kernel was not idle after {timeout_s:.0f} s "
-                f"(status {status.get_attribute('data-status')!r})" + _log_tails(server)
+                f"(status {_status(indicator)!r}"
+                f"{', after a reload' if reloaded else ''})" + _log_tails(server)
             )
         page.wait_for_timeout(250)
+
+
+#: Seconds a notebook's kernel status may read 'unknown' before wait_for_kernel_idle
+#: reloads the page (once).
+UNKNOWN_RELOAD_S = 30.0
+
+
+def _status(indicator: Any) -> str | None:
+    """The kernel status the toolbar shows (None while it is not on the page)."""
+    try:
+        status: str | None = indicator.get_attribute("data-status", timeout=1_000)
+    except PlaywrightTimeout:
+        return None
+    return status
 
 
 def run_all(page: Any) -> None:
