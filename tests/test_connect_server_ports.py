@@ -55,3 +55,23 @@ def test_a_port_taken_after_it_was_chosen_means_new_ports_never_anothers_listene
         assert not local_connect_server.port_was_taken(log)  # the running server's log
     finally:
         server.stop()
+
+
+def test_where_the_system_does_not_say_who_listens_the_server_is_ready_when_its_port_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psutil
+
+    def denied(pid: int) -> None:
+        raise psutil.AccessDenied(pid)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(psutil, "Process", denied)
+        assert listening_ports(1) is None  # not "listens on nothing"
+    monkeypatch.setattr(local_connect_server, "listening_ports", lambda pid: None)
+    server = LocalConnectServer("local[1]", {"spark.ui.enabled": "false"}, tmp_path, 120.0)
+    try:
+        endpoint = server.start()
+        assert local_connect_server.reachable(endpoint) == ""
+    finally:
+        server.stop()

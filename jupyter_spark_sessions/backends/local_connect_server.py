@@ -22,7 +22,7 @@ from ..config import SparkSessionsConfig
 from ..errors import ConnectError
 from ..session_root import open_private
 from . import connect, driver_jar, java_tmpdir, scheduler_pools
-from .connect_endpoint import LOCAL, SHARED, Endpoint, parse_remote
+from .connect_endpoint import LOCAL, SHARED, Endpoint, parse_remote, reachable
 from .java_runtime import require_java
 from .jvm_reaper import reap_when_it_exits
 from .local_master import (
@@ -191,7 +191,7 @@ class LocalConnectServer:
             local=True,
         )
         chosen_port = 0 if self._port else port
-        if not self._wait_until_it_listens(port, chosen_port, chosen_ui_port):
+        if not self._wait_until_it_listens(endpoint, chosen_port, chosen_ui_port):
             return None
         if secret and not self._publishes_ui_secret:
             write_ui_secret(ui_url, secret)  # the UI is up before the gRPC port: readable now
@@ -199,15 +199,20 @@ class LocalConnectServer:
         self.endpoint = endpoint
         return endpoint
 
-    def _wait_until_it_listens(self, port: int, chosen_port: int, chosen_ui_port: int) -> bool:
-        """Until the server's own process listens on ``port``: not merely something
-        (another process may have taken the port since it was chosen). False when a
-        port picked here (``chosen_port``, ``chosen_ui_port``; 0: the user's) was taken:
-        the server is to start on new ones."""
+    def _wait_until_it_listens(
+        self, endpoint: Endpoint, chosen_port: int, chosen_ui_port: int
+    ) -> bool:
+        """Until the server's own process listens on the endpoint's port: not merely
+        something (another process may have taken the port since it was chosen). False
+        when a port picked here (``chosen_port``, ``chosen_ui_port``; 0: the user's) was
+        taken: the server is to start on new ones."""
         assert self._process is not None
+        port = endpoint.port
         deadline = time.monotonic() + self._start_timeout
         while True:
             listening = listening_ports(self._process.pid)
+            if listening is None:  # the system does not say: whatever answers there
+                listening = set() if reachable(endpoint, 0.5) else {port, chosen_ui_port}
             if port in listening:
                 break
             if self._process.poll() is not None:
@@ -286,8 +291,9 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
 PORT_ATTEMPTS = 3
 
 
-def listening_ports(pid: int) -> set[int]:
-    """The TCP ports process ``pid`` listens on (empty once it is gone)."""
+def listening_ports(pid: int) -> set[int] | None:
+    """The TCP ports process ``pid`` listens on (empty once it is gone); None where the
+    system does not tell (access denied)."""
     import psutil  # type: ignore[import-untyped]
 
     try:
@@ -295,6 +301,8 @@ def listening_ports(pid: int) -> set[int]:
         # psutil 6 renamed connections() to net_connections().
         list_connections = getattr(process, "net_connections", None) or process.connections
         connections = list_connections(kind="tcp")
+    except psutil.AccessDenied:
+        return None
     except psutil.Error:
         return set()
     return {c.laddr.port for c in connections if c.status == psutil.CONN_LISTEN}
