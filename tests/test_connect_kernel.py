@@ -358,6 +358,14 @@ def test_a_stopped_sessions_python_daemon_ends_on_the_server_and_the_others_run_
     for name in ("d1", "d2", "c1"):
         kernel.ok(udf_cell.format(name))
     assert kernel.value("_server_daemons()") >= before + 2  # d1's and d2's at least
+    # The server's workers import the installed PySpark, not Spark's zip of it
+    # (backends/spark_daemon.py; a compiled copy: each worker starts cheaper).
+    kernel.ok(
+        "%%spark_session d1\nfrom pyspark.sql.functions import udf as _udf\n"
+        "_where = spark.range(1).select(_udf(lambda _: __import__('pyspark').__file__, "
+        "'string')('id')).first()[0]"
+    )
+    assert kernel.value("_where") == kernel.value("__import__('pyspark').__file__")
     with_both = kernel.value("_server_daemons()")
     kernel.ok("%spark_session stop d1")
     kernel.ok(

@@ -26,6 +26,7 @@ from jupyter_spark_sessions.backends import (
     driver_jar,
     first_rows,
     job_feed,
+    local_master,
     scheduler_pools,
     spark_objects,
 )
@@ -397,7 +398,7 @@ def test_pyspark_daemon_can_be_replaced_and_our_daemon_leaves_the_kernels_group(
     from pyspark import daemon
 
     assert callable(daemon.manager)
-    assert "spark.python.daemon.module" in context_start.LOCAL_CONTEXT_DEFAULTS
+    assert "spark.python.daemon.module" in local_master.LOCAL_PYTHON_DAEMON
     source = inspect.getsource(daemon.worker)
     assert "signal.signal(SIGINT, signal.default_int_handler)" in source, (
         "PySpark's workers no longer die on SIGINT: spark_daemon may not be needed"
@@ -414,7 +415,20 @@ def test_python_workers_of_a_local_context_are_out_of_the_kernels_process_group(
     # A Python UDF starts the worker daemon (in an isolated session: RDD jobs without one
     # would fetch the same-named files other tests added to sessions, and fail).
     session = classic.new_isolated_session(root, {})
-    session.range(2).select(udf(lambda x: x, "long")("id")).collect()
+
+    def modules(_: int) -> str:
+        import py4j
+        import pyspark
+
+        return f"{pyspark.__file__} {py4j.__file__}"
+
+    workers_see = session.range(2).select(udf(modules, "string")("id")).collect()
+    # Spark puts its zips of PySpark and py4j first on the workers' path; spark_daemon
+    # leaves them off where the same release is installed: the compiled copy, no zip.
+    import py4j
+    import pyspark
+
+    assert {row[0] for row in workers_see} == {f"{pyspark.__file__} {py4j.__file__}"}
     kernel_group = os.getpgid(0)
     jvm = psutil.Process(driver.gateway_process().pid)  # type: ignore[union-attr]
     daemons = []

@@ -22,6 +22,7 @@ from .local_master import (
     is_local_master,
     local_master_defaults,
     local_master_env,
+    python_daemon_defaults,
     ui_protection,
     write_ui_secret,
 )
@@ -79,8 +80,7 @@ def start_context(
     # and the user's packages; an explicit setting by the user wins.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     defaults = {**OWNED_CONTEXT_DEFAULTS, **local_master_defaults(master)}
-    if is_local_master(master):  # executors run this interpreter, with this package
-        defaults.update(LOCAL_CONTEXT_DEFAULTS)
+    defaults.update(python_daemon_defaults(master))
     defaults.update(authenticate_defaults(master))
     launching = driver.current_gateway() is None and jvm_stderr.can_filter()
     protection = ui_protection(master, conf)
@@ -209,12 +209,4 @@ OWNED_CONTEXT_DEFAULTS = {
     # (scheduler_pools), and FAIR scheduling between pools keeps one session's big job
     # from holding every slot until it ends (FIFO's one queue).
     "spark.scheduler.mode": "FAIR",
-}
-
-
-#: Added for local masters (``local[...]``, ``local-cluster[...]``), whose Python
-#: workers run the kernel's interpreter: keep them out of the kernel's process group,
-#: so that an Interrupt reaches only the interrupted cell's tasks (``spark_daemon``).
-LOCAL_CONTEXT_DEFAULTS = {
-    "spark.python.daemon.module": "jupyter_spark_sessions.backends.spark_daemon",
 }

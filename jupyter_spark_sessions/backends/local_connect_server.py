@@ -30,6 +30,7 @@ from .local_master import (
     authenticate_defaults,
     local_master_defaults,
     local_master_env,
+    python_daemon_defaults,
     ui_protection,
     write_ui_secret,
 )
@@ -89,6 +90,7 @@ class LocalConnectServer:
             {
                 **LOCAL_SERVER_DEFAULTS,
                 **local_master_defaults(master, scratch),
+                **python_daemon_defaults(master),
                 **authenticate_defaults(master),  # its driver's RPC and block manager too
                 **conf,
             },

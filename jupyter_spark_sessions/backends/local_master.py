@@ -78,6 +78,22 @@ LOCAL_MASTER_DEFAULTS = {
 }
 
 
+#: Added for local masters (``local[...]``, ``local-cluster[...]``), whose Python workers
+#: run the kernel's interpreter (or a local Connect server's, the same): Spark starts this
+#: package's ``spark_daemon``, which keeps the workers out of the kernel's process group
+#: (an Interrupt reaches only the interrupted cell's tasks) and has them import the
+#: installed PySpark rather than Spark's zip of it.
+LOCAL_PYTHON_DAEMON = {
+    "spark.python.daemon.module": "jupyter_spark_sessions.backends.spark_daemon",
+}
+
+
+def python_daemon_defaults(master: str) -> dict[str, str]:
+    """``LOCAL_PYTHON_DAEMON`` for a local master, nothing for others (their executors
+    may run a Python without this package)."""
+    return dict(LOCAL_PYTHON_DAEMON) if is_local_master(master) else {}
+
+
 def authenticate_defaults(master: str) -> dict[str, str]:
     """``spark.authenticate=true`` for ``local`` and ``local[...]``, where Spark makes the
     secret itself (``SecurityManager.initializeAuth``): the driver's RPC and block

@@ -135,9 +135,9 @@ PROCESS_WIDE_CHANGES: tuple[ProcessWideChange, ...] = (
     ),
     ProcessWideChange(
         what="PySpark's Python worker daemon replaced (spark.python.daemon.module = "
-        "jupyter_spark_sessions.backends.spark_daemon) on contexts this project "
-        "starts on a local master",
-        where="backends/context_start.py",
+        "jupyter_spark_sessions.backends.spark_daemon) on contexts and Connect "
+        "servers this project starts on a local master",
+        where="backends/local_master.py",
         mark='"spark.python.daemon.module": "jupyter_spark_sessions.backends.spark_daemon"',
         why="the daemon and its workers leave the kernel's process group before running "
         "pyspark.daemon.manager",
