@@ -61,6 +61,14 @@ def udf_workers(daemons: dict[int, int]) -> set[int]:
     return found
 
 
+def group(pid: int) -> int | None:
+    """The process group of ``pid``; None when it ended meanwhile."""
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 @pytest.mark.spark
 @pytest.mark.kernel
 def test_ps_finds_the_python_workers_by_pyspark_daemon_while_a_udf_runs(
@@ -85,7 +93,10 @@ def test_ps_finds_the_python_workers_by_pyspark_daemon_while_a_udf_runs(
             time.sleep(0.1)
         assert len(workers) >= 2, f"ps -fe shows no pyspark.daemon workers of the UDF: {daemons}"
         for pid in daemons:
-            command = psutil.Process(pid).cmdline()
+            try:
+                command = psutil.Process(pid).cmdline()
+            except psutil.NoSuchProcess:  # an idle worker of an earlier test, ended by Spark
+                continue
             # As plain PySpark's: `-m pyspark.daemon` and the worker module (pyspark.worker
             # for a UDF; Spark's others, e.g. pyspark.sql.worker.lookup_data_sources, which
             # a two-part table name makes it run once); ours also names its starter last
@@ -94,7 +105,7 @@ def test_ps_finds_the_python_workers_by_pyspark_daemon_while_a_udf_runs(
             assert command[1:3] == ["-m", "pyspark.daemon"], command
             assert command[3].startswith("pyspark."), command
         kernel_group = os.getpgid(kernel_pid)
-        assert all(os.getpgid(pid) != kernel_group for pid in daemons), (
+        assert all(group(pid) != kernel_group for pid in daemons), (
             "the Python workers are in the kernel's process group: an Interrupt kills them all"
         )
     finally:
