@@ -258,6 +258,7 @@ bench: setup
 	$(BIN)/python benchmarks/kernel_shutdown.py
 	$(BIN)/python benchmarks/fair_share.py
 	$(BIN)/python benchmarks/session_env.py
+	$(BIN)/python benchmarks/python_worker_start.py
 	$(BIN)/python benchmarks/spark_auth_cost.py
 	$(BIN)/python benchmarks/spark_ui_route.py
 	$(BIN)/python benchmarks/sql_cell.py

@@ -754,12 +754,37 @@ at least 25 times as long as the last one took (a new or ended stage is read at 
 """
 
 
+def _python_worker_start(r: dict[str, Any]) -> str:
+    m, target = r["median"], r["target"]
+    runs = {side: ", ".join(f"{x['cpu_s']:.2f}" for x in rows) for side, rows in r["runs"].items()}
+    cpu = f"{m['spark']['cpu_s']:.2f} s | {m['ours']['cpu_s']:.2f} s | {r['cpu_ratio']:.2f}"
+    job = f"{m['spark']['job_s']:.2f} s | {m['ours']['job_s']:.2f} s | {r['job_ratio']:.2f}"
+    return f"""## Python workers' start (`benchmarks/python_worker_start.py`)
+
+A new `local[2]` context per round, then the first job of a trivial Python UDF over two
+partitions (a daemon and two workers start); the CPU time of those three processes and
+the job's wall time, with Spark's daemon (`pyspark.daemon`: PySpark imported from
+Spark's `pyspark.zip`, compiled in every process) against this project's
+(`backends/spark_daemon.py`: the installed, compiled copy of the same release).
+{r["rounds"]} rounds each in ABBA order after one unmeasured round of each; medians.
+CPU per round, Spark's: {runs["spark"]} s; this project's: {runs["ours"]} s.
+
+| figure | Spark's daemon | this project's | ratio | target |
+|---|---|---|---|---|
+| CPU of the daemon and two workers | {cpu} | <= {target} |
+| the UDF's first job, wall | {job} | |
+
+Targets met: **{"yes" if r["meets_targets"] else "NO"}** (measured {r["measured_at"]}).
+"""
+
+
 RENDERERS = {
     "connect_client_cost": _connect_client_cost,
     "sql_completion": _sql_completion,
     "diagnosis_corpus": _diagnosis_corpus,
     "many_stages": _many_stages,
     "session_env": _session_env,
+    "python_worker_start": _python_worker_start,
     "board_overhead": board_overhead_render.render,
     "board_overhead_big": board_overhead_render.render_big,
     "board_scale": board_scale_render.render,
