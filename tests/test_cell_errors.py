@@ -53,6 +53,29 @@ def test_the_jobs_of_a_stopped_sparkcontext_were_not_cancelled() -> None:
     assert not driver_stopped(cancelled) and connect_errors.is_cancellation(cancelled)
 
 
+def test_a_tasks_out_of_memory_error_reads_as_the_servers_one_line_reason() -> None:
+    # A job failed by a task's OutOfMemoryError, as the client gets it when the failure
+    # reaches it before the server's SparkContext stops (ConnectBackend._out_of_memory
+    # uses it only for a server whose tasks run in its own JVM).
+    from jupyter_spark_sessions.backends import connect_errors
+
+    failed = RuntimeError(
+        "(org.apache.spark.SparkException) Job aborted due to stage failure: Task 63 in "
+        "stage 7.0 failed 1 times, most recent failure: Lost task 63.0 in stage 7.0 (TID "
+        "290) (localhost executor driver): java.lang.OutOfMemoryError: Java heap space\n"
+        "\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)"
+    )
+    caused = RuntimeError("the call failed")
+    caused.__cause__ = failed
+    for error in (failed, caused):
+        assert connect_errors.out_of_memory_reason(error) == (
+            "ran out of memory (java.lang.OutOfMemoryError: Java heap space)"
+        )
+        assert not connect_errors.is_cancellation(error)
+    assert connect_errors.out_of_memory_reason(RuntimeError(JAVA)) == ""
+    assert connect_errors.out_of_memory_reason(None) == ""
+
+
 def test_pysparks_errors_for_the_other_flavour_are_recognised_in_its_own_code() -> None:
     from jupyter_spark_sessions.backends.spark_error_reading import mixes_flavours
 

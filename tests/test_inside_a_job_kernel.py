@@ -193,14 +193,16 @@ CONNECT_CONFIG = (
     "c.SparkSessionsConfig.diagnosis_min_seconds = 1.0\n"
 )
 
-# 16 partitions of one row each; partition 0 made 50 rows: one partition 50x the others.
+# 16 partitions of one row each; partition 0 made 100 rows: one partition 100x the others,
+# 5 s of its task. The server's stages are read at least 1 s apart, further apart under
+# load (a read's time / 0.04): with 2.5 s, a loaded CI run read no running task at all.
 CONNECT_SKEWED = """from pyspark.sql import functions as F
 @F.udf("long")
 def _slow(x):
     import time
     time.sleep(0.05)
     return x
-rows = F.explode(F.array_repeat("id", F.when(F.col("id") == 0, 50).otherwise(1)))
+rows = F.explode(F.array_repeat("id", F.when(F.col("id") == 0, 100).otherwise(1)))
 spark.range(0, 16, 1, 16).select(rows.alias("id")).select(_slow("id")).collect()"""
 
 
@@ -208,7 +210,7 @@ spark.range(0, 16, 1, 16).select(rows.alias("id")).select(_slow("id")).collect()
 def connect_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
     kernel = start_extension_kernel(tmp_path_factory, CONNECT_CONFIG)
     kernel.ok("%spark_session create --remote local r\n%spark_session use r")
-    kernel.ok(CONNECT_SKEWED.replace("== 0, 50", "== 0, 1"))  # the Python workers up
+    kernel.ok(CONNECT_SKEWED.replace("== 0, 100", "== 0, 1"))  # the Python workers up
     yield kernel
     kernel.shutdown()
 

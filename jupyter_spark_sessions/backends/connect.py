@@ -40,6 +40,7 @@ from .connect_errors import (
     is_cancellation,
     is_connection_error,
     is_lost_session,
+    out_of_memory_reason,
     problem_after,
 )
 from .connect_tls import check_token_transport
@@ -438,11 +439,12 @@ class ConnectBackend:
 
     def explain(self, error: BaseException, bound: bool) -> str:
         lost = is_connection_error(error) or is_lost_session(error) or driver_stopped(error)
+        lost = lost or bool(self._out_of_memory(error))
         if bound and "NO_ACTIVE_SESSION" in str(error):
             lost = True  # how a restarted server's unknown session can show
         if not lost or (not bound and not self._unreachable()):
             return ""  # not bound: only when its own server is down, not another's
-        reason = problem_after(error, "") or FORGOTTEN
+        reason = self._out_of_memory(error) or problem_after(error, "") or FORGOTTEN
         if reason.startswith(UNREACHABLE) and not self._unreachable(fresh=True):
             reason = BROKEN  # the server answers again; this session's channel does not
         with self._lock:
@@ -545,7 +547,8 @@ class ConnectBackend:
                     thread_cell=cell[1] if cell else None,
                     lost=is_connection_error(error)
                     or is_lost_session(error)
-                    or driver_stopped(error),
+                    or driver_stopped(error)
+                    or bool(self._out_of_memory(error)),
                     call_site=site,
                 )
             )
@@ -553,7 +556,14 @@ class ConnectBackend:
         self._handler = register_progress(self.session, on_progress)
 
     def _note(self, error: BaseException | None) -> None:
-        self._problem = problem_after(error, self._problem)
+        self._problem = self._out_of_memory(error) or problem_after(error, self._problem)
+
+    def _out_of_memory(self, error: BaseException | None) -> str:
+        """How the server went down when a task of the call ran out of memory in a server
+        whose tasks run in its own JVM (a local master); else "". Spark stops that
+        SparkContext for it, but the job's failure can reach the client first, without
+        "SparkContext was shut down" (a loaded machine's CI run saw it)."""
+        return out_of_memory_reason(error) if self.endpoint.tasks_in_server else ""
 
     def cancel_jobs(self, refs: tuple[JobRef, ...]) -> None:
         self._interrupt(lambda: [i for ref in refs for i in interrupt_operation(self.session, ref)])

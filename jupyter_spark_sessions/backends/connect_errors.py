@@ -8,7 +8,7 @@ structured form for these.
 from __future__ import annotations
 
 from .connect_endpoint import redact
-from .spark_error_reading import driver_stopped
+from .spark_error_reading import driver_stopped, error_chain
 
 #: What keeps a session from working, as its one line says it ("its Spark Connect server
 #: sc://... cannot be reached (...): ...").
@@ -25,6 +25,18 @@ def is_cancellation(error: BaseException | None) -> bool:
     text = str(error or "")
     cancelled = "OPERATION_CANCELED" in text or "SPARK_JOB_CANCELLED" in text
     return cancelled and not driver_stopped(error)
+
+
+def out_of_memory_reason(error: BaseException | None) -> str:
+    """``ran out of memory (java.lang.OutOfMemoryError: ...)`` when Spark's reason for
+    the failed call names a task's OutOfMemoryError; else ""."""
+    mark = "java.lang.OutOfMemoryError"
+    for current in error_chain(error) if error is not None else ():
+        text = str(current)
+        if mark in text:
+            found = text[text.index(mark) :].splitlines()[0]
+            return f"ran out of memory ({found[:120].strip()})"
+    return ""
 
 
 def is_lost_session(error: BaseException | None) -> bool:

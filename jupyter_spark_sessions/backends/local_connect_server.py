@@ -28,6 +28,7 @@ from .jvm_reaper import reap_when_it_exits
 from .local_master import (
     UI_SECRET_CONF,
     authenticate_defaults,
+    is_local_master,
     local_master_defaults,
     local_master_env,
     python_daemon_defaults,
@@ -191,6 +192,7 @@ class LocalConnectServer:
             ui_protected=bool(secret),
             ui_secret=secret,
             local=True,
+            tasks_in_server=is_local_master(self.master),
         )
         chosen_port = 0 if self._port else port
         if not self._wait_until_it_listens(endpoint, chosen_port, chosen_ui_port):
