@@ -69,6 +69,9 @@ def builder(monkeypatch: pytest.MonkeyPatch) -> RecordingBuilder:
 )
 def test_which_masters_are_local(master: str, local: bool) -> None:
     assert local_master.is_local_master(master) is local
+    # Tasks in the driver's JVM: local masters but local-cluster (executor JVMs).
+    in_driver = local and not master.startswith("local-cluster")
+    assert local_master.tasks_run_in_driver(master) is in_driver
 
 
 def test_local_master_binds_loopback_and_keeps_scratch_private(builder: RecordingBuilder) -> None:

@@ -560,7 +560,7 @@ class ConnectBackend:
 
     def _out_of_memory(self, error: BaseException | None) -> str:
         """How the server went down when a task of the call ran out of memory in a server
-        whose tasks run in its own JVM (a local master); else "". Spark stops that
+        whose tasks run in its own JVM (``local[...]``); else "". Spark stops that
         SparkContext for it, but the job's failure can reach the client first, without
         "SparkContext was shut down" (a loaded machine's CI run saw it)."""
         return out_of_memory_reason(error) if self.endpoint.tasks_in_server else ""

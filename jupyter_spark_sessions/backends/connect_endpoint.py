@@ -42,8 +42,8 @@ class Endpoint:
     local: bool = False
     #: The server of this user's notebooks (``--remote shared``).
     shared: bool = False
-    #: Its tasks run in its own JVM (a local master): a task's OutOfMemoryError is the
-    #: server's, and Spark stops its SparkContext for it.
+    #: Its tasks run in its own JVM (``local``, ``local[...]``): a task's
+    #: OutOfMemoryError is the server's, and Spark stops its SparkContext for it.
     tasks_in_server: bool = False
     #: Where the shared server's keeper says how the server ended, if it did
     #: (``shared_driver.rendezvous.END_NOTE``).

@@ -28,10 +28,10 @@ from .jvm_reaper import reap_when_it_exits
 from .local_master import (
     UI_SECRET_CONF,
     authenticate_defaults,
-    is_local_master,
     local_master_defaults,
     local_master_env,
     python_daemon_defaults,
+    tasks_run_in_driver,
     ui_protection,
     write_ui_secret,
 )
@@ -192,7 +192,7 @@ class LocalConnectServer:
             ui_protected=bool(secret),
             ui_secret=secret,
             local=True,
-            tasks_in_server=is_local_master(self.master),
+            tasks_in_server=tasks_run_in_driver(self.master),
         )
         chosen_port = 0 if self._port else port
         if not self._wait_until_it_listens(endpoint, chosen_port, chosen_ui_port):
@@ -216,7 +216,8 @@ class LocalConnectServer:
         while True:
             listening = listening_ports(self._process.pid)
             if listening is None:  # the system does not say: whatever answers there
-                listening = set() if reachable(endpoint, 0.5) else {port, chosen_ui_port}
+                why_not = reachable(endpoint, 0.5)  # "" when something answers
+                listening = set() if why_not else {port, chosen_ui_port}
             if port in listening:
                 break
             if self._process.poll() is not None:

@@ -22,6 +22,12 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
+def tasks_run_in_driver(master: str) -> bool:
+    """True for ``local`` and ``local[...]``, whose tasks run in the driver's JVM (not
+    ``local-cluster``, whose executors are JVMs of their own)."""
+    return master == "local" or master.startswith("local[")
+
+
 def workers_on_this_machine(master: str) -> bool:
     """True for local masters and for a standalone master on this machine, whose
     workers are taken to be here too (``SparkSessionsConfig.env_shipping`` says
@@ -100,7 +106,7 @@ def authenticate_defaults(master: str) -> dict[str, str]:
     manager then refuse a client without it (another local user's). Not for
     ``local-cluster``, whose executors would need a secret passed to them, nor for
     cluster masters, whose secret is the cluster's to distribute."""
-    if master == "local" or master.startswith("local["):
+    if tasks_run_in_driver(master):
         return {"spark.authenticate": "true"}
     return {}
 

@@ -26,7 +26,7 @@ from ..backends.connect_endpoint import Endpoint
 from ..backends.java_runtime import require_java
 from ..backends.jvm_reaper import reap_when_it_exits
 from ..backends.local_connect_server import SERVER_LOG
-from ..backends.local_master import is_local_master, workers_on_this_machine
+from ..backends.local_master import tasks_run_in_driver, workers_on_this_machine
 from ..config import SparkSessionsConfig
 from ..errors import ConnectError
 from ..session_root import open_private
@@ -344,7 +344,7 @@ def endpoint_of(record: ServerRecord, rendezvous: Rendezvous) -> Endpoint:
         # for a kernel's own context): a session's packages are then used by path.
         local=workers_on_this_machine(record.master),
         shared=True,
-        tasks_in_server=is_local_master(record.master),
+        tasks_in_server=tasks_run_in_driver(record.master),
         end_note_path=str(rendezvous.server_folder(record) / END_NOTE),
         log_path=str(rendezvous.server_folder(record) / SERVER_LOG),
     )
