@@ -1,10 +1,12 @@
 """How many CPU seconds each test module cost: on a machine of two cores, which the
 suite keeps busy, a module's CPU time is what its place in `make test`'s wall time
-costs, where its wall time also counts waiting. Per test, the CPU time of the pytest
+costs, where its wall time also counts waiting. Per module, the CPU time of the pytest
 process, of the processes it started and waited for, and of its live descendants
-(kernels, JVMs, servers, browsers) is read before and after; the difference goes to
-the test's module. A process that outlives its module (the run's shared kernel) is
-counted where its time is spent."""
+(kernels, JVMs, servers, browsers) is read before its first test and after its last
+(module fixtures' teardown included: read when the next module starts); the difference
+goes to the module. A process that outlives its module (the run's shared kernel) is
+counted where its time is spent. (Read per test, as it once was, the walks of every
+process cost the run CPU seconds of their own.)"""
 
 from __future__ import annotations
 
@@ -39,17 +41,26 @@ class CpuPerModule:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.seconds: dict[str, float] = defaultdict(float)
+        self._module: str | None = None
+        self._started = 0.0
+
+    def _enter(self, module: str | None) -> None:
+        """Close the running module's count and start ``module``'s (None: the end)."""
+        if module == self._module:
+            return
+        now = cpu_seconds()
+        if self._module is not None:
+            # A descendant that ended unwaited takes its time along: never below 0.
+            self.seconds[self._module] += max(0.0, now - self._started)
+        self._module, self._started = module, now
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[Any]:
-        before = cpu_seconds()
-        try:
-            return (yield)
-        finally:
-            # A descendant that ended unwaited takes its time along: never below 0.
-            self.seconds[item.nodeid.split("::")[0]] += max(0.0, cpu_seconds() - before)
+        self._enter(item.nodeid.split("::")[0])
+        return (yield)
 
     def pytest_sessionfinish(self) -> None:
+        self._enter(None)
         if hasattr(self.config, "workerinput"):  # an xdist worker: to the controller
             self.config.workeroutput["cpu_per_module"] = json.dumps(self.seconds)
         else:

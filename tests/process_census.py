@@ -1,6 +1,6 @@
 """Counts what a test run starts: kernels, JVMs, Jupyter servers and browsers, the start-ups
 where a kernel-level suite spends most of its time. A thread samples the run's process
-tree (a few times a second; every one of these lives for seconds at least) and counts
+tree (once a second; every one of these lives for seconds at least) and counts
 each process once, by pid and start time."""
 
 from __future__ import annotations
@@ -31,18 +31,22 @@ def kind_of(name: str, cmdline: list[str]) -> str | None:
     return None
 
 
-def processes_started() -> dict[tuple[int, float], str]:
-    """This process's descendants of a counted kind, by (pid, start time)."""
-    found = {}
+def processes_started(
+    known: dict[tuple[int, float], str | None] | None = None,
+) -> dict[tuple[int, float], str | None]:
+    """This process's descendants by (pid, start time), each with its kind (None: not
+    counted). ``known``: the answer of an earlier call, whose processes are not looked
+    at again (reading every command line at each sample cost the run CPU seconds)."""
+    known = known or {}
+    found: dict[tuple[int, float], str | None] = {}
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
         return {}
     for child in children:
         try:
-            kind = kind_of(child.name(), child.cmdline())
-            if kind is not None:
-                found[(child.pid, child.create_time())] = kind
+            key = (child.pid, child.create_time())
+            found[key] = known[key] if key in known else kind_of(child.name(), child.cmdline())
         except psutil.Error:  # ended between the listing and the look
             continue
     return found
@@ -52,9 +56,9 @@ class ProcessCensus:
     """Samples this process's descendants until ``stop``; ``counts`` says how many of
     each kind were seen."""
 
-    def __init__(self, interval: float = 0.3) -> None:
+    def __init__(self, interval: float = 1.0) -> None:
         self._interval = interval
-        self._seen: dict[tuple[int, float], str] = {}
+        self._seen: dict[tuple[int, float], str | None] = {}
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="process-census", daemon=True)
@@ -70,7 +74,7 @@ class ProcessCensus:
 
     def counts(self) -> dict[str, int]:
         with self._lock:
-            found = Counter(self._seen.values())
+            found = Counter(kind for kind in self._seen.values() if kind is not None)
         return {kind: found.get(kind, 0) for kind in KINDS}
 
     def _run(self) -> None:
@@ -78,7 +82,9 @@ class ProcessCensus:
             self._sample()
 
     def _sample(self) -> None:
-        found = processes_started()
+        with self._lock:
+            known = dict(self._seen)
+        found = processes_started(known)
         with self._lock:
             self._seen.update(found)
 
