@@ -20,40 +20,30 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 WHEEL_DIR := build/wheel
 WHEEL := $(WHEEL_DIR)/jupyter_spark_sessions-$(VERSION)-py3-none-any.whl
 
-# uv (a dependency of the package: it installs sessions' packages) builds the wheel and
-# installs every venv below: it resolves like pip, links files from its cache instead of
-# copying them, and compiles bytecode on first import rather than all at install. Each
-# venv's dependencies (read from pyproject.toml) install while the wheel builds, and its
-# JVM class-data archive is made from them; the wheel goes in last. The set-up is a
-# chain (wheel, install, archive) more than CPU: pip's took 120 s, this one about 80.
-UV := $(BIN)/uv
-$(UV):
+# uv (a dependency of the package: it builds sessions' environments) builds the wheel:
+# 17 s against pip wheel's 42, its build environment (hatchling, JupyterLab) from its
+# cache. The venvs stay pip's: it compiles their bytecode at install, which nothing else
+# does where PYTHONDONTWRITEBYTECODE is set (this kind of machine, many container
+# images); uv compiling it too took as long as pip.
+$(WHEEL): $(SOURCES)
+	command -v node >/dev/null || { echo "Node.js 18+ is needed to build the JupyterLab extension"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "uv>=0.5"
-
-$(WHEEL): $(SOURCES) | $(UV)
-	command -v node >/dev/null || { echo "Node.js 18+ is needed to build the JupyterLab extension"; exit 1; }
 	rm -rf $(WHEEL_DIR)
-	$(UV) build --quiet --wheel --out-dir $(WHEEL_DIR) .
+	$(BIN)/uv build --quiet --wheel --out-dir $(WHEEL_DIR) .
 	test -f $@
 
-# install-deps VENV [UV PIP OPTIONS]: the package's dependencies with its test extras.
-# install-wheel VENV [UV PIP OPTIONS]: then this very wheel, even when a wheel of the same
-# version is installed already (its dependencies are checked again, and found there).
-TEST_EXTRAS := --extra test --extra test-gateway
-define install-deps
-	$(UV) pip install --quiet --python $(1)/bin/python $(2) -r pyproject.toml $(3)
-endef
+# install-wheel VENV [PIP OPTIONS]: the dependencies (with the test extra), then this
+# very wheel even when a wheel of the same version is installed already.
 define install-wheel
-	$(UV) pip install --quiet --python $(1)/bin/python $(2) --reinstall-package jupyter-spark-sessions "$(WHEEL)[$(3)]"
+	$(1)/bin/python -m pip install --quiet --upgrade pip
+	$(1)/bin/python -m pip install --quiet $(2) "$(WHEEL)[test]"
+	$(1)/bin/python -m pip install --quiet --no-deps --force-reinstall "$(WHEEL)"
 endef
 
-$(VENV)/.deps: pyproject.toml | $(UV)
-	$(call install-deps,$(VENV),,$(TEST_EXTRAS))
-	touch $@
-
-$(STAMP): $(WHEEL) $(VENV)/.deps | java-runtime
-	$(call install-wheel,$(VENV),,test$(comma)test-gateway)
+$(STAMP): $(WHEEL) | java-runtime
+	$(call install-wheel,$(VENV))
+	$(BIN)/python -m pip install --quiet "$(WHEEL)[test-gateway]"
 	touch $@
 
 # JupyterLab refuses to run as root unless told to (containers and this kind of machine).
@@ -72,21 +62,19 @@ demo: setup
 
 # jlpm (Yarn, shipped with JupyterLab) comes from the venv; package scripts call it too.
 JLPM := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jlpm
+NODE_STAMP := node_modules/.jss-installed
 
-lint: setup
+lint: setup $(NODE_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(JLPM) install --immutable
 	$(JLPM) lint:check
 
-typecheck: setup
+typecheck: setup $(NODE_STAMP)
 	$(BIN)/mypy
-	$(JLPM) install --immutable
 	$(JLPM) test:types
 
 # Unit tests of the sidebar's TypeScript (vitest).
-tstest: setup
-	$(JLPM) install --immutable
+tstest: setup $(NODE_STAMP)
 	$(JLPM) test
 
 # Java for Spark; the browser tests drive Debian's Chromium through Playwright (no browser
@@ -123,12 +111,23 @@ TEST_TARGETS := timed-pytest timed-test-lowest timed-test-newest timed-static
 
 test:
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
-	@$(MAKE) --no-print-directory -j3 --output-sync=target timed-setup-all
 	@started=$$(date +%s); \
-	$(MAKE) --no-print-directory --keep-going -j4 --output-sync=target $(TEST_TARGETS); \
+	$(MAKE) --no-print-directory --keep-going -j4 --output-sync=target TEST_STARTED=$$started \
+		$(TEST_TARGETS); \
 	status=$$?; \
-	echo "test $$(( $$(date +%s) - started ))" >> $(RESULTS)/targets.txt; \
+	setup=$$(sed -n 's/^setup-all //p' $(RESULTS)/targets.txt); \
+	echo "test $$(( $$(date +%s) - started - $${setup:-0} ))" >> $(RESULTS)/targets.txt; \
 	$(BIN)/python scripts/test_times.py $(RESULTS); exit $$status
+
+# The suites start once all is set up (one make: each part is made once), the set-up's
+# time being the wait for that. static needs only the main venv and the npm packages: it
+# starts once they are there, beside the rest of the set-up (the other venvs and the
+# class-data archives, a chain that left a core idle: 121 s at 60% of the two cores).
+.PHONY: set-up-done
+set-up-done: setup-all
+	@echo "setup-all $$(( $$(date +%s) - $(TEST_STARTED) ))" >> $(RESULTS)/targets.txt
+timed-pytest timed-test-lowest timed-test-newest: set-up-done
+timed-static: setup $(NODE_STAMP)
 
 # Lint, format, types and the TypeScript tests.
 static: lint typecheck tstest
@@ -216,31 +215,21 @@ require-python-oldest:
 require-python-newest:
 	$(call require-python,$(PYTHON_NEWEST),3.13,PYTHON_NEWEST)
 
-# (The gateway extra needs a newer jupyter_server than the floor: not in the lowest.)
-LOWEST_PINS := --constraint ci/lowest-direct.txt
-$(LOWEST_VENV)/.deps: pyproject.toml ci/lowest-direct.txt | require-python-oldest $(UV)
+$(LOWEST_VENV)/.installed: $(WHEEL) ci/lowest-direct.txt | require-python-oldest java-runtime
 	"$(PYTHON_OLDEST)" -m venv $(LOWEST_VENV)
-	$(call install-deps,$(LOWEST_VENV),$(LOWEST_PINS),--extra test)
+	$(call install-wheel,$(LOWEST_VENV),--constraint ci/lowest-direct.txt)
 	touch $@
 
-$(LOWEST_VENV)/.installed: $(WHEEL) $(LOWEST_VENV)/.deps | java-runtime
-	$(call install-wheel,$(LOWEST_VENV),$(LOWEST_PINS),test)
-	touch $@
-
-$(NEWEST_VENV)/.deps: pyproject.toml | require-python-newest $(UV)
+$(NEWEST_VENV)/.installed: $(WHEEL) | require-python-newest java-runtime
 	"$(PYTHON_NEWEST)" -m venv $(NEWEST_VENV)
-	$(call install-deps,$(NEWEST_VENV),--upgrade,--extra test)
-	touch $@
-
-$(NEWEST_VENV)/.installed: $(WHEEL) $(NEWEST_VENV)/.deps | java-runtime
-	$(call install-wheel,$(NEWEST_VENV),,test)
+	$(call install-wheel,$(NEWEST_VENV),--upgrade --upgrade-strategy eager)
 	touch $@
 
 # The versions under test first, in the log. -p no:cacheprovider: these runs leave
 # .pytest_cache to the main one.
 SHOW_VERSIONS := pip list --format=freeze | grep -iE '^(pyspark|ipykernel|ipython|jupyterlab|jupyter.server|ipywidgets|pandas|comm|traitlets)=='
 
-test-lowest: require-python-oldest $(LOWEST_VENV)/.installed $(LOWEST_VENV)/.jvm-class-data
+test-lowest: require-python-oldest $(LOWEST_VENV)/.jvm-class-data
 	$(LOWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
 	$(LOWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(PARALLEL_LOWEST) $(JUNIT) \
 		-k "not local-cluster" $(LOWEST_TESTS)
@@ -255,7 +244,7 @@ test-newest: require-python-newest $(NEWEST_VENV)/.installed
 
 # The class-data archive a test venv's JVMs start from (tests/jvm_options.py: about a
 # minute, once; a test run makes it itself when it is missing).
-%/.jvm-class-data: %/.deps | java-runtime
+%/.jvm-class-data: %/.installed
 	$*/bin/python tests/jvm_options.py
 	touch $@
 
@@ -264,9 +253,14 @@ test-newest: require-python-newest $(NEWEST_VENV)/.installed
 # start side by side (two sub-makes must not build one wheel at once); starting make
 # pytest before the other venvs were made was measured slower (their installs beside its
 # first modules: 17:05 against 15:57, and timing-bound tests failed).
-setup-all: setup browser require-python-oldest require-python-newest $(LOWEST_VENV)/.installed \
+setup-all: setup browser require-python-oldest require-python-newest $(NODE_STAMP) \
 		$(VENV)/.jvm-class-data $(LOWEST_VENV)/.jvm-class-data $(NEWEST_VENV)/.installed
+
+# The npm packages of the lint, the type check and the TypeScript tests, after the wheel
+# (whose build runs its own install in this folder: two at once would collide).
+$(NODE_STAMP): package.json yarn.lock $(WHEEL) | setup
 	$(JLPM) install --immutable
+	touch $@
 
 # Speed and memory targets (ratios against a baseline in the same run); rewrites
 # docs/benchmarks.md. Run on a quiet machine: not part of `make test`.

@@ -61,7 +61,7 @@ def read_modules(xml: Path) -> dict[str, tuple[int, float]]:
 
 #: How the table names the rows of targets.txt that are not plain make targets.
 LABELS = {
-    "setup-all": "set-up (venvs, Chromium, npm packages; 3 make jobs)",
+    "setup-all": "set-up (venvs, Chromium, npm packages, class-data archives)",
     "test": "**make test, after set-up**",
 }
 
