@@ -22,9 +22,7 @@ WHEEL := $(WHEEL_DIR)/jupyter_spark_sessions-$(VERSION)-py3-none-any.whl
 
 # uv (a dependency of the package: it builds sessions' environments) builds the wheel:
 # 17 s against pip wheel's 42, its build environment (hatchling, JupyterLab) from its
-# cache. The venvs stay pip's: it compiles their bytecode at install, which nothing else
-# does where PYTHONDONTWRITEBYTECODE is set (this kind of machine, many container
-# images); uv compiling it too took as long as pip.
+# cache.
 $(WHEEL): $(SOURCES)
 	command -v node >/dev/null || { echo "Node.js 18+ is needed to build the JupyterLab extension"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
@@ -33,17 +31,25 @@ $(WHEEL): $(SOURCES)
 	$(BIN)/uv build --quiet --wheel --out-dir $(WHEEL_DIR) .
 	test -f $@
 
+# Python writes the bytecode of what it imports, as it does by default: where the
+# environment says not to (PYTHONDONTWRITEBYTECODE, set on this kind of machine and in
+# many container images), every kernel, Python worker and test process compiled all it
+# imported, every time. So the venvs are installed without compiling all of every
+# package (16 of pip's 40 CPU-s per venv): the first import compiles what is used, once.
+unexport PYTHONDONTWRITEBYTECODE
+
 # install-wheel VENV [PIP OPTIONS]: the dependencies (with the test extra), then this
 # very wheel even when a wheel of the same version is installed already.
+PIP_INSTALL = -m pip install --quiet --no-compile
 define install-wheel
 	$(1)/bin/python -m pip install --quiet --upgrade pip
-	$(1)/bin/python -m pip install --quiet $(2) "$(WHEEL)[test]"
-	$(1)/bin/python -m pip install --quiet --no-deps --force-reinstall "$(WHEEL)"
+	$(1)/bin/python $(PIP_INSTALL) $(2) "$(WHEEL)[test]"
+	$(1)/bin/python $(PIP_INSTALL) --no-deps --force-reinstall "$(WHEEL)"
 endef
 
 $(STAMP): $(WHEEL) | java-runtime
 	$(call install-wheel,$(VENV))
-	$(BIN)/python -m pip install --quiet "$(WHEEL)[test-gateway]"
+	$(BIN)/python $(PIP_INSTALL) "$(WHEEL)[test-gateway]"
 	touch $@
 
 # JupyterLab refuses to run as root unless told to (containers and this kind of machine).

@@ -281,10 +281,13 @@ def heap_used_mb(pid: int, gc_first: bool = False) -> float:
     out = subprocess.run(
         ["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, timeout=60, check=True
     ).stdout
-    used = re.search(r"used (\d+)K", out)
-    if used is None:
+    # G1 names one heap ("garbage-first heap total ..K, used ..K"), the serial and
+    # parallel collectors a young and an old generation: the heap is their sum
+    # (Metaspace's line, "Metaspace used ..K", is not heap).
+    used = re.findall(r"(?:heap|generation)\s+total \d+K, used (\d+)K", out)
+    if not used:
         raise ValueError(f"no heap figure in jcmd's answer: {out[:300]}")
-    return int(used.group(1)) / 1024
+    return sum(int(kb) for kb in used) / 1024
 
 
 def server_figures(pid: int, gc_first: bool = False) -> dict[str, float]:

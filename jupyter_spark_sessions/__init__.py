@@ -6,41 +6,104 @@ Load in IPython with ``%load_ext jupyter_spark_sessions``; from plain Python use
 
 from __future__ import annotations
 
+import importlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .app import SparkSessionsApp, default_app, default_registry
-from .backends.scheduler_pools import PoolShare
-from .board.job_board import JobBoard
-from .board.snapshot import BoardSnapshot, GroupView, SessionView
-from .config import SparkSessionsConfig
-from .errors import (
-    ArtifactError,
-    ConfError,
-    ConnectError,
-    ContextStoppedError,
-    GatewayRelayError,
-    JavaNotFoundError,
-    JobsCancelled,
-    MasterMismatchError,
-    NotASparkSessionError,
-    PackagesError,
-    ProtocolError,
-    SessionLostError,
-    SessionNameError,
-    SessionRootError,
-    SparkSessionsError,
-    SqlInputError,
-    SqlStatementError,
-    UnknownGroupError,
-    UnknownQueryError,
-    UnknownSessionError,
-    UnsupportedKernelError,
-)
-from .files.artifacts import AddResult, Artifact
-from .job_tags import group_id, group_tag, parse_tag, session_tag
-from .sessions.registry import ManagedSession, SessionInfo, SessionRegistry
-from .sessions.release import Release
+if TYPE_CHECKING:
+    from .app import SparkSessionsApp, default_app, default_registry
+    from .backends.scheduler_pools import PoolShare
+    from .board.job_board import JobBoard
+    from .board.snapshot import BoardSnapshot, GroupView, SessionView
+    from .config import SparkSessionsConfig
+    from .errors import (
+        ArtifactError,
+        ConfError,
+        ConnectError,
+        ContextStoppedError,
+        GatewayRelayError,
+        JavaNotFoundError,
+        JobsCancelled,
+        MasterMismatchError,
+        NotASparkSessionError,
+        PackagesError,
+        ProtocolError,
+        SessionLostError,
+        SessionNameError,
+        SessionRootError,
+        SparkSessionsError,
+        SqlInputError,
+        SqlStatementError,
+        UnknownGroupError,
+        UnknownQueryError,
+        UnknownSessionError,
+        UnsupportedKernelError,
+    )
+    from .files.artifacts import AddResult, Artifact
+    from .job_tags import group_id, group_tag, parse_tag, session_tag
+    from .sessions.registry import ManagedSession, SessionInfo, SessionRegistry
+    from .sessions.release import Release
+
+#: Where each public name lives. Imported on first use (PEP 562): a process that runs one
+#: module of the package (the Python workers' daemon, backends/spark_daemon.py; the
+#: shared driver's keeper) imports that module, not all of the package (0.14 CPU-s at
+#: each start of a daemon, which every new session's first Python UDF waits for).
+_LAZY = {
+    "SparkSessionsApp": ".app",
+    "default_app": ".app",
+    "default_registry": ".app",
+    "PoolShare": ".backends.scheduler_pools",
+    "JobBoard": ".board.job_board",
+    "BoardSnapshot": ".board.snapshot",
+    "GroupView": ".board.snapshot",
+    "SessionView": ".board.snapshot",
+    "SparkSessionsConfig": ".config",
+    "ArtifactError": ".errors",
+    "ConfError": ".errors",
+    "ConnectError": ".errors",
+    "ContextStoppedError": ".errors",
+    "GatewayRelayError": ".errors",
+    "JavaNotFoundError": ".errors",
+    "JobsCancelled": ".errors",
+    "MasterMismatchError": ".errors",
+    "NotASparkSessionError": ".errors",
+    "PackagesError": ".errors",
+    "ProtocolError": ".errors",
+    "SessionLostError": ".errors",
+    "SessionNameError": ".errors",
+    "SessionRootError": ".errors",
+    "SparkSessionsError": ".errors",
+    "SqlInputError": ".errors",
+    "SqlStatementError": ".errors",
+    "UnknownGroupError": ".errors",
+    "UnknownQueryError": ".errors",
+    "UnknownSessionError": ".errors",
+    "UnsupportedKernelError": ".errors",
+    "AddResult": ".files.artifacts",
+    "Artifact": ".files.artifacts",
+    "group_id": ".job_tags",
+    "group_tag": ".job_tags",
+    "parse_tag": ".job_tags",
+    "session_tag": ".job_tags",
+    "ManagedSession": ".sessions.registry",
+    "SessionInfo": ".sessions.registry",
+    "SessionRegistry": ".sessions.registry",
+    "Release": ".sessions.release",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once: the next lookup finds it here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
@@ -126,6 +189,7 @@ def load_ipython_extension(ip: Any) -> None:
     # a classic `create` after a Connect session fails with JAVA_GATEWAY_EXITED. The
     # kernel never uses gRPC across a fork, so the handlers are off (read at import).
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    from .app import default_app
     from .cells.error_lines import CancelledCellErrors
     from .cells.interrupt import CellInterrupts
     from .cells.lifecycle import CellLifecycle
@@ -147,6 +211,7 @@ def load_ipython_extension(ip: Any) -> None:
     if kernel is not None:  # in a Jupyter kernel (not a terminal IPython)
         from IPython.core.error import UsageError
 
+        from .errors import UnsupportedKernelError
         from .kernel.channels import KernelChannels
         from .kernel.request_handler import RequestHandler
 
@@ -204,6 +269,8 @@ def _settings(ip: Any) -> SparkSessionsConfig:
     refuses the load in one line, and nothing of the extension is set up."""
     from IPython.core.error import UsageError
     from traitlets import TraitError
+
+    from .config import SparkSessionsConfig
 
     try:
         return SparkSessionsConfig(parent=ip)

@@ -25,6 +25,28 @@ def test_importing_the_package_does_not_import_pyspark() -> None:
     assert out.stdout.strip() == "False"
 
 
+def test_a_module_run_alone_imports_none_of_the_rest() -> None:
+    # The Python workers' daemon starts with each new session's first UDF: it must not
+    # import the whole package (its public names are imported on first use).
+    code = (
+        "import sys, jupyter_spark_sessions.backends.spark_daemon;"
+        "print(sorted(m for m in sys.modules if m.startswith('jupyter_spark_sessions.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(
+        [
+            "jupyter_spark_sessions.backends",
+            "jupyter_spark_sessions.backends.base",
+            "jupyter_spark_sessions.backends.spark_daemon",
+        ]
+    )
+
+
+def test_unknown_names_are_an_attribute_error() -> None:
+    assert not hasattr(jupyter_spark_sessions, "no_such_name")
+    assert "SparkSessionsApp" in dir(jupyter_spark_sessions)
+
+
 def test_every_config_trait_has_help() -> None:
     traits = SparkSessionsConfig.class_traits(config=True)
     assert {"default_master", "app_name", "session_root", "session_defaults"} <= set(traits)
