@@ -31,22 +31,31 @@ def kind_of(name: str, cmdline: list[str]) -> str | None:
     return None
 
 
+#: A process seen: its name when looked at, and its kind (None: not counted).
+Seen = tuple[str, "str | None"]
+
+
 def processes_started(
-    known: dict[tuple[int, float], str | None] | None = None,
-) -> dict[tuple[int, float], str | None]:
-    """This process's descendants by (pid, start time), each with its kind (None: not
-    counted). ``known``: the answer of an earlier call, whose processes are not looked
-    at again (reading every command line at each sample cost the run CPU seconds)."""
+    known: dict[tuple[int, float], Seen] | None = None,
+) -> dict[tuple[int, float], Seen]:
+    """This process's descendants by (pid, start time), each with its name and kind.
+    ``known``: the answer of an earlier call; a process in it is looked at again only if
+    its name changed (an exec: spark-class's bash becomes the JVM), since reading every
+    command line at each sample cost the run CPU seconds."""
     known = known or {}
-    found: dict[tuple[int, float], str | None] = {}
+    found: dict[tuple[int, float], Seen] = {}
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
         return {}
     for child in children:
         try:
-            key = (child.pid, child.create_time())
-            found[key] = known[key] if key in known else kind_of(child.name(), child.cmdline())
+            key, name = (child.pid, child.create_time()), child.name()
+            earlier = known.get(key)
+            if earlier is not None and earlier[0] == name:
+                found[key] = earlier
+            else:
+                found[key] = (name, kind_of(name, child.cmdline()))
         except psutil.Error:  # ended between the listing and the look
             continue
     return found
@@ -58,7 +67,7 @@ class ProcessCensus:
 
     def __init__(self, interval: float = 1.0) -> None:
         self._interval = interval
-        self._seen: dict[tuple[int, float], str | None] = {}
+        self._seen: dict[tuple[int, float], Seen] = {}
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="process-census", daemon=True)
@@ -74,7 +83,7 @@ class ProcessCensus:
 
     def counts(self) -> dict[str, int]:
         with self._lock:
-            found = Counter(kind for kind in self._seen.values() if kind is not None)
+            found = Counter(kind for _, kind in self._seen.values() if kind is not None)
         return {kind: found.get(kind, 0) for kind in KINDS}
 
     def _run(self) -> None:
