@@ -13,6 +13,8 @@ from jupyter_spark_sessions.config import SparkSessionsConfig
 def test_public_names_all_resolve() -> None:
     for name in jupyter_spark_sessions.__all__:
         assert hasattr(jupyter_spark_sessions, name), name
+    # Every name imported on first use is public (the two lists are kept by hand).
+    assert set(jupyter_spark_sessions._LAZY) <= set(jupyter_spark_sessions.__all__)
 
 
 def test_importing_the_package_does_not_import_pyspark() -> None:
