@@ -167,3 +167,57 @@ def test_the_jobs_magic_says_the_same_of_a_cancelled_group_with_a_task_stopping(
     stopping = dataclasses.replace(stopping, tasks_still_running=1)
     row = _group_row(stopping, NOW)
     assert row[1] == "cancelled" and row[3] == "0/1 (1 still stopping)", row
+
+
+def test_an_ended_group_whose_stage_still_reads_active_is_waited_for_a_moment_only() -> None:
+    # A Connect server's UI may say a stage is active a moment after the operation
+    # returned: the cell's summary (and the board's fast polls) wait for its end, for
+    # a few seconds at most.
+    import time
+
+    from jupyter_spark_sessions.board.inside_views import GroupInside, StageRow
+    from jupyter_spark_sessions.board.snapshot import STAGE_END_LAG_SECONDS
+
+    def row(status: str, done: int) -> StageRow:
+        return StageRow(
+            id=17,
+            attempt=0,
+            job=6,
+            name="collect at In [13] line 2",
+            status=status,
+            total=4,
+            done=done,
+            active=4 - done,
+            failed=0,
+            killed=0,
+            elapsed=1.0,
+            input_bytes=0,
+            shuffle_read_bytes=0,
+            shuffle_write_bytes=0,
+            memory_spilled_bytes=0,
+            disk_spilled_bytes=0,
+            median_task_seconds=None,
+            max_task_seconds=None,
+        )
+
+    def inside(status: str, done: int) -> GroupInside:
+        return GroupInside(
+            stages=(row(status, done),),
+            more_stages=0,
+            skipped_stages=0,
+            unknown_stages=0,
+            chart=None,
+            findings=(),
+        )
+
+    now = time.time()
+    ended = dataclasses.replace(
+        group((job(1, "SUCCEEDED", 4, 4),), "succeeded", False), completed_at=now - 0.5
+    )
+    assert dataclasses.replace(ended, inside=inside("active", 2)).stage_still_active
+    assert not dataclasses.replace(ended, inside=inside("complete", 4)).stage_still_active
+    assert not ended.stage_still_active  # nothing known inside
+    long_ago = dataclasses.replace(ended, completed_at=now - STAGE_END_LAG_SECONDS - 1)
+    assert not dataclasses.replace(long_ago, inside=inside("active", 2)).stage_still_active
+    running = group((job(1, "RUNNING", 2, 4, 2),), "running", True)
+    assert not dataclasses.replace(running, inside=inside("active", 2)).stage_still_active

@@ -209,6 +209,36 @@ def test_cancelling_a_finished_group_is_a_no_op_with_a_message() -> None:
     assert pending(board) == []
 
 
+def test_a_group_whose_cell_runs_on_between_two_jobs_is_cancelled_with_its_next_job() -> None:
+    # A Cancel clicked after the cell's first job ended and before Spark reported its
+    # next one (a Connect operation not started yet, a loop of jobs): the group's cell
+    # still runs, so the request is not "no running job"; its tag is cancelled at once
+    # and its next job, once seen, is cancelled too.
+    board = make_board("a")
+    board.cell_started("a", 3, "for n in range(9): spark.range(n).count()")
+    feed(board, job_data(1, "SUCCEEDED"))
+    outcome = board.request_cancel(["a:3"], source="sidebar")
+    assert outcome.cancelling == ("a:3",) and outcome.messages == ()
+    assert board.snapshot().group("a:3").state == "cancelling"  # type: ignore[union-attr]
+    assert pending(board) == [("a", "tag", "jss:a:3")]
+    snapshot = feed(board, job_data(1, "SUCCEEDED"), job_data(2))
+    assert pending(board) == [("a", "jobs", (2,))]
+    assert snapshot.group("a:3").state == "cancelling"  # type: ignore[union-attr]
+    snapshot = feed(board, job_data(1, "SUCCEEDED"), job_data(2, "FAILED"))
+    assert snapshot.group("a:3").state == "cancelled"  # type: ignore[union-attr]
+    # Its first job, which ended before the request, still reads as it ended.
+    assert [j.state for j in snapshot.group("a:3").jobs] == ["succeeded", "cancelled"]  # type: ignore[union-attr]
+
+
+def test_a_group_whose_cell_ended_with_its_jobs_is_not_cancelled() -> None:
+    board = make_board("a")
+    board.cell_started("a", 3, "spark.range(9).count()")
+    feed(board, job_data(1, "SUCCEEDED"))
+    board.cell_finished("a", 3)
+    outcome = board.request_cancel(["a:3"])
+    assert outcome.cancelling == () and pending(board) == []
+
+
 def test_cancel_of_a_session_uses_its_tags_and_spares_others() -> None:
     board = make_board("a", "b")
     feed(board, job_data(1), job_data(2, tags=("jss:b", "jss:b:4")))

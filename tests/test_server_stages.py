@@ -142,3 +142,74 @@ def test_the_reads_of_a_slow_server_space_out_to_a_small_share_of_it(monkeypatch
     reads = len(asked)
     reader.refresh([3, 4])  # a new stage: read at once
     assert len(asked) > reads
+
+
+def test_an_ended_stage_the_servers_store_still_has_running_is_asked_again_until_it_ended(
+    monkeypatch,
+) -> None:
+    # The operation returned, but the server's status store (its listener runs behind)
+    # still says the stage is active: asked again a moment later, not given up at once,
+    # and left alone once its end was read.
+    from jupyter_spark_sessions.backends import server_stages
+
+    clock = _Clock()
+    monkeypatch.setattr(server_stages, "time", clock)
+    asked: list[str] = []
+    ended_after = 3  # the store has the stage's end from the third ask on
+
+    class LaggingServer(server_stages.ServerStageReader):
+        def _get(self, path: str) -> object:
+            if path == "":
+                return [{"id": "app-1"}]
+            if path.endswith("/executors"):
+                return [{"id": "driver", "totalCores": 2}]
+            asked.append(path)
+            if len(asked) < ended_after:
+                return [{**ACTIVE, "numActiveTasks": 2, "numCompleteTasks": 2, "numTasks": 4}]
+            return [
+                {
+                    **ACTIVE,
+                    "status": "COMPLETE",
+                    "numActiveTasks": 0,
+                    "numCompleteTasks": 4,
+                    "numTasks": 4,
+                    "completionTime": "2026-12-06T09:04:40.000GMT",
+                }
+            ]
+
+    reader = LaggingServer("http://127.0.0.1:4040", "")
+    reader.refresh([], [3])
+    assert len(asked) == 1 and reader.stage_figures() == {}  # active: not kept as its end
+    reader.refresh([], [3])  # at once again: not due yet
+    assert len(asked) == 1
+    for _ in range(20):
+        clock.now += 0.25
+        reader.refresh([], [3])
+    assert len(asked) == ended_after, asked
+    figures = parse_stage_figures(reader.stage_figures()[3])
+    assert (figures.status, figures.tasks.completed, figures.tasks.total) == ("complete", 4, 4)
+
+
+def test_a_stage_the_server_never_ends_is_asked_a_bounded_number_of_times(monkeypatch) -> None:
+    from jupyter_spark_sessions.backends import server_stages
+
+    clock = _Clock()
+    monkeypatch.setattr(server_stages, "time", clock)
+    asked: list[str] = []
+
+    class PendingServer(server_stages.ServerStageReader):
+        def _get(self, path: str) -> object:
+            if path == "":
+                return [{"id": "app-1"}]
+            if path.endswith("/executors"):
+                return [{"id": "driver", "totalCores": 2}]
+            asked.append(path)
+            return [{**ACTIVE, "status": "PENDING"}]
+
+    reader = PendingServer("http://127.0.0.1:4040", "")
+    for _ in range(200):  # 50 s of polls, four a second
+        reader.refresh([], [3])
+        clock.now += 0.25
+    assert len(asked) == server_stages.MAX_TRIES
+    # Spread over the seconds a busy server's store may lag, not asked all at once.
+    assert sum(server_stages.RETRY_AFTER_SECONDS) >= 5.0

@@ -51,8 +51,11 @@ MAX_STAGES = 2000
 #: Ended stages asked one by one per read at most (for their final figures): an
 #: operation of thousands of stages costs a bounded number of requests a second.
 MAX_SINGLE_READS = 20
-#: An ended stage is asked this many times at most (one that never ran stays pending).
-MAX_TRIES = 3
+#: An ended stage is asked again after these many seconds while the server's status
+#: store does not have its end yet (its listener runs behind the operation's result on
+#: a busy server: seen over a second), then no more (one that never ran stays pending).
+RETRY_AFTER_SECONDS = (0.25, 0.5, 1.0, 1.5, 2.0)
+MAX_TRIES = len(RETRY_AFTER_SECONDS) + 1
 
 _ENDED = ("COMPLETE", "FAILED", "SKIPPED")
 
@@ -170,16 +173,17 @@ class ServerStageReader:
         self._slots: dict[str, int] = {}
         #: Running stages read at least once (a new one makes a read urgent).
         self._asked: set[int] = set()
-        #: How many times each ended stage was asked for its final figures.
-        self._tries: dict[int, int] = {}
+        #: How many times each ended stage was asked for its final figures, and when
+        #: it may be asked again.
+        self._tries: dict[int, tuple[int, float]] = {}
 
     def refresh(self, running: Iterable[int], ended: Iterable[int] = ()) -> None:
-        # Stages that ended are read once, at once (a cell's summary waits for them):
-        # a few tries each; the others from the active list, at most every READ_SECONDS
-        # unless one is new.
-        ended_ids = {s for s in ended if not self._final(s)}
-        running_ids = {s for s in running if not self._final(s)} - ended_ids
+        # Stages that ended are read at once (a cell's summary waits for them), again a
+        # few times until the server's store has their end; the others from the active
+        # list, at most every READ_SECONDS unless one is new.
         now = time.monotonic()
+        ended_ids = {s for s in ended if not self._final(s) and self._due(s, now)}
+        running_ids = {s for s in running if not self._final(s)} - set(ended)
         urgent = bool(ended_ids) or not running_ids <= self._asked
         gap = max(READ_SECONDS, self._read_cost / READ_SHARE)
         if not (running_ids or ended_ids) or (now - self._read_at < gap and not urgent):
@@ -205,7 +209,11 @@ class ServerStageReader:
 
     def _final(self, stage_id: int) -> bool:
         known = self._stages.get(stage_id)
-        return (known is not None and known[2]) or self._tries.get(stage_id, 0) >= MAX_TRIES
+        return (known is not None and known[2]) or self._tries.get(stage_id, (0,))[0] >= MAX_TRIES
+
+    def _due(self, stage_id: int, now: float) -> bool:
+        """Whether an ended stage may be asked for its end now."""
+        return self._tries.get(stage_id, (0, now))[1] <= now
 
     def _read(self, running: set[int], ended: set[int], now: float) -> None:
         if not self._app:
@@ -230,9 +238,11 @@ class ServerStageReader:
                 summary = self._summary(stage) if due else None
                 self._keep(stage, summary, now if due else asked_at, False, before)
         for stage_id in sorted(ended)[:MAX_SINGLE_READS]:
-            # Read once, with its quantiles and failed tasks (a few tries: the server's
+            # Read with its quantiles and failed tasks (a few tries: the server's
             # status store may not have its end yet, or it never ran).
-            self._tries[stage_id] = self._tries.get(stage_id, 0) + 1
+            tries = self._tries.get(stage_id, (0,))[0] + 1
+            wait = RETRY_AFTER_SECONDS[min(tries, MAX_TRIES - 1) - 1]
+            self._tries[stage_id] = (tries, now + wait)
             attempts = self._get(
                 f"/{self._app}/stages/{stage_id}?details=true&taskStatus=FAILED"
                 f"&withSummaries=true&quantiles={','.join(map(str, QUANTILES))}"

@@ -286,7 +286,9 @@ class JobBoard:
                 g for g in snapshot.groups if g.session in sessions
             ]
             for view in dict.fromkeys(t for t in targets if t is not None):
-                if not any(j.running for j in view.jobs):
+                # A group whose cell still runs is cancelled between two of its jobs
+                # too (or before Spark reported its next one): what comes next is its.
+                if not any(j.running for j in view.jobs) and not self._cell_runs(view.id):
                     if view.id in group_ids:
                         messages.append(f"Group {view.id} has no running job ({view.state}).")
                     continue
@@ -295,6 +297,11 @@ class JobBoard:
                 group = self._groups.get(view.id)
                 if group is not None and view.id in cancelling:
                     self._mark_cancelled(group, now, source)
+                    between_jobs = not any(j.running for j in view.jobs)
+                    if between_jobs and group.count is not None:
+                        # Its cell's next job, which Spark may run unreported yet.
+                        tag = job_tags.group_tag(group.session, group.count)
+                        self._queue(group.session, tag=tag)
             for name in sessions:
                 # Its groups that show no job yet (a cell just started) are cancelled
                 # too, and Spark cancels its SQL jobs the board has not seen.
@@ -334,6 +341,13 @@ class JobBoard:
             operation = self._operations.get(ref)
             return operation.id if operation is not None else 0
         return ref
+
+    def _cell_runs(self, group_id: str) -> bool:
+        # Under _lock: whether the cell of that group runs now (the snapshot may be a
+        # poll behind).
+        group = self._groups.get(group_id)
+        cell = self._cells.get(group.count) if group and group.count is not None else None
+        return cell is not None and cell.running
 
     def _mark_cancelled(self, group: GroupRecord, now: float, source: str | None = None) -> None:
         # Under _lock. The jobs running now, and any seen later, get a cancel.
@@ -419,11 +433,15 @@ class JobBoard:
     # -- what the producer tells the board ---------------------------------------------
 
     def busy(self) -> bool:
-        """Whether to poll fast: a cell runs, a group runs or ended jobs' tasks wind down."""
+        """Whether to poll fast: a cell runs, a group runs, ended jobs' tasks wind down
+        or their stages' end is not read yet (a Connect server's UI lags its results)."""
         with self._lock:
             if any(c.running for c in self._cells.values()):
                 return True
-        return any(not g.finished or g.tasks_still_running for g in self._snapshot.groups)
+        return any(
+            not g.finished or g.tasks_still_running or g.stage_still_active
+            for g in self._snapshot.groups
+        )
 
     def winding_down_cancel(self) -> bool:
         """True for a few seconds after a cancel request while its group still shows a
@@ -623,9 +641,7 @@ def _with_cancelling(snapshot: BoardSnapshot, group_ids: set[str], now: float) -
     if not group_ids:
         return snapshot
     groups = tuple(
-        replace(g, state="cancelling", cancel_requested_at=now)
-        if g.id in group_ids and g.state == "running"
-        else g
+        replace(g, state="cancelling", cancel_requested_at=now) if g.id in group_ids else g
         for g in snapshot.groups
     )
     return replace(snapshot, seq=snapshot.seq + 1, updated_at=now, groups=groups)

@@ -10,6 +10,7 @@ The protocol's ``board`` object is ``BoardSnapshot.to_dict()``
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
@@ -22,6 +23,9 @@ from .inside_views import GroupInside
 
 GroupState = Literal["running", "cancelling", "succeeded", "failed", "cancelled", "lost"]
 FINAL_STATES = ("succeeded", "failed", "cancelled", "lost")
+#: How long after a group's jobs ended a stage of it reading active is waited for
+#: (the Connect server's stage reads retry for about as long: backends/server_stages).
+STAGE_END_LAG_SECONDS = 6.0
 
 #: Our status for a job whose driver (or Connect server) went away before it ended.
 LOST = "LOST"
@@ -134,6 +138,19 @@ class GroupView:
     @property
     def finished(self) -> bool:
         return self.state in FINAL_STATES and not self.cell_running
+
+    @property
+    def stage_still_active(self) -> bool:
+        """Whether a stage shown inside reads active though the group's jobs ended
+        within ``STAGE_END_LAG_SECONDS`` (its end not read yet: a Connect server's UI
+        can lag the operation's result)."""
+        return (
+            self.state in FINAL_STATES
+            and self.completed_at is not None
+            and time.time() - self.completed_at < STAGE_END_LAG_SECONDS
+            and self.inside is not None
+            and any(s.status == "active" for s in self.inside.stages)
+        )
 
     @cached_property
     def as_dict(self) -> dict[str, Any]:

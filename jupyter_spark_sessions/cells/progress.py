@@ -52,6 +52,9 @@ VERSION = 1
 _SUMMARY_AFTER = 0.25
 #: How long a cell's end waits for the board to see its jobs ended.
 _FINAL_WAIT = 1.0
+#: How much longer it waits, once its jobs ended, for the figures of their stages: a
+#: Connect server's UI can say a stage is active a moment after its operation returned.
+_STAGES_WAIT = 5.0
 INTERRUPT_HINT = "To cancel only this cell's Spark jobs, interrupt the kernel."
 
 
@@ -67,6 +70,7 @@ class _CellView:
     shown: bool = False
     final: bool = False
     ended: bool = False  # the cell has finished (its summary is owed)
+    jobs_ended: bool = False  # its groups' jobs all ended (their stages may lag)
     last: dict[str, Any] | None = None
     settled: threading.Event = field(default_factory=threading.Event)
 
@@ -121,7 +125,8 @@ class CellProgressViews:
         if view.shown or time.monotonic() - view.started >= _SUMMARY_AFTER:
             # A poll at once, whose snapshot (final, or not yet) comes to on_snapshot.
             self.board.refresh(self.on_snapshot)
-            view.settled.wait(_FINAL_WAIT)
+            if not view.settled.wait(_FINAL_WAIT) and view.jobs_ended:
+                view.settled.wait(_STAGES_WAIT)
         with self._lock:
             self._views.pop(view.count, None)
         with view.lock:
@@ -146,7 +151,8 @@ class CellProgressViews:
             if view.ended:
                 view.settled.set()  # nothing of this cell reached the board
             return
-        final = view.ended and all(g.state in FINAL_STATES for g in groups)
+        view.jobs_ended = view.ended and all(g.state in FINAL_STATES for g in groups)
+        final = view.jobs_ended and not any(g.stage_still_active for g in groups)
         self._send(view, snapshot, final)
         if final:
             view.settled.set()
