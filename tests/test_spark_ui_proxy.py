@@ -22,7 +22,13 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import free_port
-from e2e.waiting import stop_process, wait_for_server, wait_until
+from e2e.waiting import (
+    NO_PORT_RETRIES,
+    start_on_a_free_port,
+    stop_process,
+    wait_for_server,
+    wait_until,
+)
 
 from jupyter_spark_sessions.magics import spark_ui
 from kernel_driver import Kernel
@@ -67,7 +73,6 @@ class JupyterServer:
     ) -> None:
         self.base_url = base_url
         self.token = secrets.token_hex(16)
-        self.port = free_port()
         #: Shared by Jupyter servers of one user that are given the same one.
         self.runtime_dir = runtime_dir or base / "runtime"
         (base / "root").mkdir()
@@ -81,24 +86,30 @@ class JupyterServer:
             PYSPARK_PYTHON=sys.executable,
             **(extra_env or {}),
         )
-        command = [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "server",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={self.port}",
-            f"--ServerApp.base_url={base_url}",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={base / 'root'}",
-        ]
-        if os.getuid() == 0:
-            command.append("--allow-root")
         self.log_path = base / "jupyter-server.log"
-        self._log = open(self.log_path, "w")  # noqa: SIM115
-        self.process = subprocess.Popen(command, env=env, stdout=self._log, stderr=self._log)
-        wait_for_server(self.process, self._answers, "jupyter server", self.log_path, 90, 0.5)
+
+        def start() -> None:
+            self.port = free_port()
+            command = [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "server",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                NO_PORT_RETRIES,
+                f"--ServerApp.base_url={base_url}",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={base / 'root'}",
+            ]
+            if os.getuid() == 0:
+                command.append("--allow-root")
+            self._log = open(self.log_path, "w")  # noqa: SIM115
+            self.process = subprocess.Popen(command, env=env, stdout=self._log, stderr=self._log)
+            wait_for_server(self.process, self._answers, "jupyter server", self.log_path, 90, 0.5)
+
+        start_on_a_free_port(start)
 
     def _answers(self) -> bool:
         return self.request("GET", "api/status").status == 200

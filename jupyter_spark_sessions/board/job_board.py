@@ -16,11 +16,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import job_tags
 from ..errors import UnknownGroupError, UnknownSessionError
+from .cancel_requests import CancelOutcome, PendingCancel
 from .diagnosis import thresholds_of
 from .group_inside import StagesRead
 from .group_records import CellRecord, GroupRecord
@@ -58,35 +59,6 @@ class SessionSource(Protocol):
     def describe(self, name: str, running_jobs: int | None = None) -> SessionView:
         """How views show session ``name`` (``running_jobs``: when already known)."""
         ...
-
-
-@dataclass(frozen=True)
-class CancelOutcome:
-    """What a cancel request did: groups now cancelling, and why others were not."""
-
-    cancelling: tuple[str, ...]
-    messages: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class PendingCancel:
-    """A cancel the producer must make in ``session``: these jobs (``refs``), every
-    job Spark names as the session's (``whole_session``), the jobs of a thread tag."""
-
-    session: str
-    backend: SessionBackend
-    refs: tuple[JobRef, ...] = ()
-    whole_session: bool = False
-    tag: str | None = None
-
-    def send(self) -> None:
-        """Make the Spark calls (the producer's thread)."""
-        if self.whole_session:
-            self.backend.cancel_session()
-        if self.tag is not None:
-            self.backend.cancel_tag(self.tag)
-        if self.refs:
-            self.backend.cancel_jobs(self.refs)
 
 
 Listener = Callable[[BoardSnapshot], None]

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .waiting import stop_process, wait_for_server
+from .waiting import NO_PORT_RETRIES, start_on_a_free_port, stop_process, wait_for_server
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -92,8 +92,6 @@ class LabServer:
     ) -> None:
         self.root = root
         self.token = secrets.token_hex(16)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         ipython = root.parent / "ipython"
         (ipython / "profile_default").mkdir(parents=True, exist_ok=True)
         (ipython / "profile_default" / "ipython_config.py").write_text(kernel_config)
@@ -109,24 +107,32 @@ class LabServer:
             JUPYTERLAB_WORKSPACES_DIR=str(root.parent / "lab-workspaces"),
         )
         env.update(extra_env or {})
-        command = [
-            sys.executable,
-            "-m",
-            "jupyter",
-            self.app,
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={self.port}",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={root}",
-            *self.app_options,
-            *extra_args,
-        ]
-        if os.getuid() == 0:
-            command.append("--allow-root")
-        self.log = open(root.parent / f"jupyter-{self.app}.log", "w")  # noqa: SIM115
-        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
-        wait_for_server(self.process, self._answers, f"jupyter {self.app}", self.log.name, 90, 0.5)
+
+        def start() -> None:
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+            command = [
+                sys.executable,
+                "-m",
+                "jupyter",
+                self.app,
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                NO_PORT_RETRIES,
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={root}",
+                *self.app_options,
+                *extra_args,
+            ]
+            if os.getuid() == 0:
+                command.append("--allow-root")
+            self.log = open(root.parent / f"jupyter-{self.app}.log", "w")  # noqa: SIM115
+            self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=self.log)
+            name = f"jupyter {self.app}"
+            wait_for_server(self.process, self._answers, name, self.log.name, 90, 0.5)
+
+        start_on_a_free_port(start)
 
     def _answers(self) -> bool:
         self.api("GET", "/api/status")

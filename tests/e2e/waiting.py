@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import http.client
+import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -35,14 +37,50 @@ def wait_for_server(
 
     def up() -> bool:
         if process.poll() is not None:
+            if "is not available" in _text_of(log):
+                raise PortTakenError(f"{name} lost its port to another process: see {log}")
             raise RuntimeError(f"{name} exited: see {log}")
         try:
             return answers()
-        except OSError:
+        except (OSError, http.client.HTTPException):
+            # Not up yet, or (before it gave up) another process that took its port.
             return False
 
     if not wait_until(up, timeout, interval):
         raise TimeoutError(f"{name} did not start: see {log}")
+
+
+class PortTakenError(RuntimeError):
+    """A Jupyter server started with ``--ServerApp.port_retries=0`` found its port
+    taken: another process (a Spark JVM binds ephemeral ports) got it between
+    ``free_port()`` and the server's start."""
+
+
+#: Jupyter servers exit when their port is taken rather than move to another one,
+#: which the test would not know: it would talk to whatever took the port.
+NO_PORT_RETRIES = "--ServerApp.port_retries=0"
+
+
+def start_on_a_free_port(start: Callable[[], None], tries: int = 3) -> None:
+    """Call ``start`` (which picks a free port and waits for its server) again when
+    its server lost that port to another process, up to ``tries`` times."""
+    for attempt in range(tries):
+        try:
+            start()
+            return
+        except PortTakenError:
+            if attempt == tries - 1:
+                raise
+
+
+def _text_of(log: object) -> str:
+    # ``log``: a path, or the file object a server writes (its ``name``).
+    path = log if isinstance(log, str | os.PathLike) else getattr(log, "name", "")
+    try:
+        with open(path, errors="replace") as file:
+            return file.read()
+    except OSError:
+        return ""
 
 
 def stop_process(process: subprocess.Popen[Any], log: IO[str]) -> None:
