@@ -136,6 +136,35 @@ def test_control_request_cancels_busy_cell_and_spares_other_session(sessions: Ke
     assert b_done["state"] == "succeeded"
 
 
+def test_a_cancel_between_two_jobs_of_a_running_cell_cancels_its_next_job(
+    sessions: Kernel,
+) -> None:
+    # Clicked after the cell's first job ended, while it works on in Python before its
+    # next: the group's cell still runs, so its next job is cancelled once it starts
+    # (the request once answered "no running job" and the cell ran on).
+    kernel = sessions
+    kernel.ok("%spark_session use a")
+    busy = kernel.client.execute("spark.range(3).count()\nimport time; time.sleep(4)\n" + LONG_CELL)
+    group = wait_for_group(
+        kernel,
+        lambda g: (
+            g["session"] == "a"
+            and g["cell_running"]
+            and g["jobs"]
+            and all(j["status"] == "SUCCEEDED" for j in g["jobs"])
+        ),
+    )
+    reply, _ = request(kernel, {"version": 1, "action": "cancel", "groups": [group["id"]]})
+    assert reply["status"] == "ok" and reply["cancelling"] == [group["id"]], reply
+    started = time.monotonic()
+    result = kernel.collect(busy, timeout=60)
+    assert_cancelled_in_one_line(result, group["id"])
+    assert time.monotonic() - started < 20  # not the 120 s task
+    ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
+    *before, cancelled = (j["status"] for j in ended["jobs"])
+    assert before and set(before) == {"SUCCEEDED"} and cancelled == "FAILED", ended["jobs"]
+
+
 @pytest.mark.parametrize(
     ("content", "code"),
     [
