@@ -90,7 +90,33 @@ def tables(results: Path) -> str:
                 f"| all | {sum(n for n, _ in modules.values())} | "
                 f"{sum(s for _, s in modules.values()):.0f} | {sum(cpu.values()):.0f} |"
             )
+        spans_file = xml.with_suffix(".spans.json")
+        if spans_file.exists():
+            lines += ["", wall_time_line(json.loads(spans_file.read_text()))]
     return "\n".join(lines) + "\n"
+
+
+def wall_time_line(spans: dict) -> str:
+    """Where a pytest run's wall time went besides its modules (from the spans
+    tests/cpu_per_module.py writes): before the first module started (workers' start-up
+    and collection), after the last ended, and how busy the workers were between."""
+    start, end = spans["session"]
+    modules = spans["modules"]
+    if not modules:
+        return f"Wall time {end - start:.0f} s, no module ran."
+    first, last = min(m[2] for m in modules), max(m[3] for m in modules)
+    busy: dict[str, float] = {}
+    for worker, _, began, ended in modules:
+        busy[worker] = busy.get(worker, 0.0) + ended - began
+    share = sum(busy.values()) / (len(busy) * (last - first)) if last > first else 1.0
+    ends = ", ".join(
+        f"{w} {max(m[3] for m in modules if m[0] == w) - start:.0f} s" for w in sorted(busy)
+    )
+    return (
+        f"Wall time {end - start:.0f} s: {first - start:.0f} s before the first module, "
+        f"{end - last:.0f} s after the last; the {len(busy)} workers ran modules "
+        f"{share:.0%} of the time between (each one's last ended at: {ends})."
+    )
 
 
 def update(path: Path, text: str) -> None:

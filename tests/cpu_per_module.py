@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,16 +44,23 @@ class CpuPerModule:
         self.seconds: dict[str, float] = defaultdict(float)
         self._module: str | None = None
         self._started = 0.0
+        #: When each module ran, on which worker: (worker, module, start, end), epoch
+        #: seconds. Where the pytest run's wall time went besides its tests (start-up,
+        #: collection, the end) and how busy each worker was.
+        self.spans: list[tuple[str, str, float, float]] = []
+        self._started_at = self._session_started = time.time()
 
     def _enter(self, module: str | None) -> None:
         """Close the running module's count and start ``module``'s (None: the end)."""
         if module == self._module:
             return
-        now = cpu_seconds()
+        now, wall = cpu_seconds(), time.time()
         if self._module is not None:
             # A descendant that ended unwaited takes its time along: never below 0.
             self.seconds[self._module] += max(0.0, now - self._started)
-        self._module, self._started = module, now
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+            self.spans.append((worker, self._module, self._started_at, wall))
+        self._module, self._started, self._started_at = module, now, wall
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[Any]:
@@ -63,6 +71,7 @@ class CpuPerModule:
         self._enter(None)
         if hasattr(self.config, "workerinput"):  # an xdist worker: to the controller
             self.config.workeroutput["cpu_per_module"] = json.dumps(self.seconds)
+            self.config.workeroutput["module_spans"] = json.dumps(self.spans)
         else:
             self._write()
 
@@ -70,9 +79,16 @@ class CpuPerModule:
         found = json.loads(getattr(node, "workeroutput", {}).get("cpu_per_module", "{}"))
         for module, seconds in found.items():
             self.seconds[module] += seconds
+        spans = json.loads(getattr(node, "workeroutput", {}).get("module_spans", "[]"))
+        self.spans.extend(tuple(span) for span in spans)
 
     def _write(self) -> None:
         xml = self.config.getoption("xmlpath", None)
         if xml:
             path = Path(xml).with_suffix(".cpu.json")
             path.write_text(json.dumps(dict(sorted(self.seconds.items())), indent=1))
+            spans = {
+                "session": [self._session_started, time.time()],
+                "modules": sorted(self.spans, key=lambda span: span[2]),
+            }
+            Path(xml).with_suffix(".spans.json").write_text(json.dumps(spans, indent=0))
