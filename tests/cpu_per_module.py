@@ -58,7 +58,7 @@ class CpuPerModule:
         if self._module is not None:
             # A descendant that ended unwaited takes its time along: never below 0.
             self.seconds[self._module] += max(0.0, now - self._started)
-            worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+            worker = getattr(self.config, "workerinput", {}).get("workerid", "main")
             self.spans.append((worker, self._module, self._started_at, wall))
         self._module, self._started, self._started_at = module, now, wall
 
