@@ -98,10 +98,11 @@ RESULTS := build/test-results
 JUNIT = --junitxml=$(RESULTS)/$@.xml
 
 # Modules run side by side in PYTEST_WORKERS processes (pytest-xdist), each module whole
-# in one of them (its fixtures shared as written); the slowest start first (conftest).
+# in one of them (its fixtures shared as written); the longest start first, as timed in
+# tests/module_seconds.json (conftest), rather than those with most tests.
 PYTEST_WORKERS ?= 3
-PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile
-PARALLEL_LOWEST = -n 2 --dist loadfile
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+PARALLEL_LOWEST = -n 2 --dist loadfile --no-loadscope-reorder
 
 # The watch-and-cancel demo runs in test-newest (the same releases, Python 3.13): not twice.
 NEWEST_ONLY := --deselect tests/test_demos.py::test_watch_and_cancel_demo_cancels_one_session_while_the_other_finishes

@@ -6,6 +6,7 @@ the process census and the CPU seconds per module beside it, written by
 tests/conftest.py).
 
     python scripts/test_times.py [RESULTS] [--update CONTRIBUTING.md] [--json FILE]
+                                 [--durations tests/module_seconds.json]
 
 prints the tables as Markdown; --update also puts them into the file, between the
 ``<!-- test-times -->`` and ``<!-- /test-times -->`` lines; --json records the targets'
@@ -145,6 +146,12 @@ def main() -> None:
     parser.add_argument("results", nargs="?", default="build/test-results", type=Path)
     parser.add_argument("--update", type=Path, help="a Markdown file to put the tables into")
     parser.add_argument("--json", type=Path, help="the suite-time benchmark's JSON to update")
+    parser.add_argument(
+        "--durations",
+        type=Path,
+        help="write each module's seconds in the main suite (pytest.xml) to this JSON file "
+        "(tests/module_seconds.json: the order in which the suite hands modules out)",
+    )
     args = parser.parse_args()
     text = tables(args.results)
     print(text, end="")
@@ -152,6 +159,10 @@ def main() -> None:
         update(args.update, text)
     if args.json:
         record(args.results, args.json)
+    if args.durations:
+        modules = read_modules(args.results / "pytest.xml")
+        seconds = {m: round(s, 1) for m, (_, s) in sorted(modules.items())}
+        args.durations.write_text(json.dumps(seconds, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -83,32 +83,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _census.start()
 
 
-#: The modules that take longest (a minute or more each, from the last full run's table in
-#: CONTRIBUTING.md), longest first. pytest-xdist hands out whole modules (--dist loadfile)
-#: ordered by their number of tests (its default since 3.5), this order breaking ties.
-#: Handing them out in this order instead (--no-loadscope-reorder) was measured slower:
-#: the heavy modules all started at once (pytest 1009 s against 995 s, static 411 s
-#: against 253 s, in fresh-clone runs of make test); measured again (issue 47), it was
-#: faster (pytest 799-805 s against 823-864 s) but the sidebar's shared-driver stories
-#: then failed in two runs of two (their notebook's `create --remote shared` never ended
-#: within 120 s, beside the Notebook 7 module and the identity stories).
-SLOWEST_MODULES = (
-    "test_session_identity_kernel.py",
-    "test_notebook7_browser.py",
-    "test_connect_kernel.py",
-    "test_recovery_kernel.py",
-    "test_sidebar_browser.py",
-    "test_artifacts_kernel.py",
-    "test_cell_progress_browser.py",
-    "test_demos.py",
-    "test_privacy_kernel.py",
+#: Each module's seconds in a recent full run (setup, call and teardown of its tests;
+#: written by `python scripts/test_times.py --durations tests/module_seconds.json`).
+#: pytest-xdist hands out whole modules (--dist loadfile) in this order, the longest first
+#: (--no-loadscope-reorder: by default it orders them by their number of tests, which put
+#: the long one-test browser modules last: in a78caa0's fresh-clone run one worker ran
+#: them alone for the last 100 s while the other two had nothing left). A module not in
+#: the file (a new one) goes first: its length is not known. The order does not change
+#: what a module does: each runs whole, in one worker, its tests in their own order.
+MODULE_SECONDS: dict[str, float] = json.loads(
+    (Path(__file__).resolve().parent / "module_seconds.json").read_text()
 )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        name = item.path.name
-        return SLOWEST_MODULES.index(name) if name in SLOWEST_MODULES else len(SLOWEST_MODULES)
+    def rank(item: pytest.Item) -> float:
+        return -MODULE_SECONDS.get(item.nodeid.split("::")[0], float("inf"))
 
     items.sort(key=rank)  # stable: each module keeps its own order
 
