@@ -5,8 +5,14 @@ test_inside_a_job_kernel.py's Connect test)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
+from jupyter_spark_sessions.backends import server_stages
 from jupyter_spark_sessions.backends.server_stages import (
     QUANTILES,
+    ServerStageReader,
     epoch_ms,
     figures_of,
     running_per_executor,
@@ -105,28 +111,45 @@ class _Clock:
         return self.now
 
 
-def test_the_reads_of_a_slow_server_space_out_to_a_small_share_of_it(monkeypatch) -> None:
-    # A server whose answers take 0.2 s (a stage of many thousand tasks): the next read
-    # waits 0.2 / READ_SHARE (5 s), not READ_SECONDS; a new stage is read at once.
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
     from jupyter_spark_sessions.backends import server_stages
 
-    clock = _Clock()
-    monkeypatch.setattr(server_stages, "time", clock)
+    fake = _Clock()
+    monkeypatch.setattr(server_stages, "time", fake)
+    return fake
+
+
+def fake_reader(
+    clock: _Clock, answer: Callable[[str, int], object], cost: float = 0.0
+) -> tuple[ServerStageReader, list[str]]:
+    """A reader of a fake server whose every answer takes ``cost`` seconds: it names its
+    application and one executor of two slots; ``answer(path, n)`` answers the stage
+    requests (``n``: how many came before). The paths of those requests, in order."""
     asked: list[str] = []
 
-    class SlowServer(server_stages.ServerStageReader):
+    class FakeServer(ServerStageReader):
         def _get(self, path: str) -> object:
-            asked.append(path)
-            clock.now += 0.2
+            clock.now += cost
             if path == "":
                 return [{"id": "app-1"}]
             if path.endswith("/executors"):
                 return [{"id": "driver", "totalCores": 2}]
-            if "/stages?status=active" in path:
-                return [{**ACTIVE, "numCompleteTasks": 0}, {**ACTIVE, "stageId": 4}]
-            return {"duration": [1.0] * len(QUANTILES)}
+            asked.append(path)
+            return answer(path, len(asked) - 1)
 
-    reader = SlowServer("http://127.0.0.1:4040", "")
+    return FakeServer("http://127.0.0.1:4040", ""), asked
+
+
+def test_the_reads_of_a_slow_server_space_out_to_a_small_share_of_it(clock: _Clock) -> None:
+    # A server whose answers take 0.2 s (a stage of many thousand tasks): the next read
+    # waits 0.2 / READ_SHARE (5 s), not READ_SECONDS; a new stage is read at once.
+    def answer(path: str, _: int) -> object:
+        if "/stages?status=active" in path:
+            return [{**ACTIVE, "numCompleteTasks": 0}, {**ACTIVE, "stageId": 4}]
+        return {"duration": [1.0] * len(QUANTILES)}
+
+    reader, asked = fake_reader(clock, answer, cost=0.2)
     reader.refresh([3])
     reads = len(asked)
     assert any("/stages?status=active" in path for path in asked)
@@ -145,39 +168,28 @@ def test_the_reads_of_a_slow_server_space_out_to_a_small_share_of_it(monkeypatch
 
 
 def test_an_ended_stage_the_servers_store_still_has_running_is_asked_again_until_it_ended(
-    monkeypatch,
+    clock: _Clock,
 ) -> None:
     # The operation returned, but the server's status store (its listener runs behind)
     # still says the stage is active: asked again a moment later, not given up at once,
     # and left alone once its end was read.
-    from jupyter_spark_sessions.backends import server_stages
-
-    clock = _Clock()
-    monkeypatch.setattr(server_stages, "time", clock)
-    asked: list[str] = []
     ended_after = 3  # the store has the stage's end from the third ask on
 
-    class LaggingServer(server_stages.ServerStageReader):
-        def _get(self, path: str) -> object:
-            if path == "":
-                return [{"id": "app-1"}]
-            if path.endswith("/executors"):
-                return [{"id": "driver", "totalCores": 2}]
-            asked.append(path)
-            if len(asked) < ended_after:
-                return [{**ACTIVE, "numActiveTasks": 2, "numCompleteTasks": 2, "numTasks": 4}]
-            return [
-                {
-                    **ACTIVE,
-                    "status": "COMPLETE",
-                    "numActiveTasks": 0,
-                    "numCompleteTasks": 4,
-                    "numTasks": 4,
-                    "completionTime": "2026-12-06T09:04:40.000GMT",
-                }
-            ]
+    def answer(_: str, before: int) -> object:
+        if before + 1 < ended_after:
+            return [{**ACTIVE, "numActiveTasks": 2, "numCompleteTasks": 2, "numTasks": 4}]
+        return [
+            {
+                **ACTIVE,
+                "status": "COMPLETE",
+                "numActiveTasks": 0,
+                "numCompleteTasks": 4,
+                "numTasks": 4,
+                "completionTime": "2026-12-06T09:04:40.000GMT",
+            }
+        ]
 
-    reader = LaggingServer("http://127.0.0.1:4040", "")
+    reader, asked = fake_reader(clock, answer)
     reader.refresh([], [3])
     assert len(asked) == 1 and reader.stage_figures() == {}  # active: not kept as its end
     reader.refresh([], [3])  # at once again: not due yet
@@ -190,23 +202,8 @@ def test_an_ended_stage_the_servers_store_still_has_running_is_asked_again_until
     assert (figures.status, figures.tasks.completed, figures.tasks.total) == ("complete", 4, 4)
 
 
-def test_a_stage_the_server_never_ends_is_asked_a_bounded_number_of_times(monkeypatch) -> None:
-    from jupyter_spark_sessions.backends import server_stages
-
-    clock = _Clock()
-    monkeypatch.setattr(server_stages, "time", clock)
-    asked: list[str] = []
-
-    class PendingServer(server_stages.ServerStageReader):
-        def _get(self, path: str) -> object:
-            if path == "":
-                return [{"id": "app-1"}]
-            if path.endswith("/executors"):
-                return [{"id": "driver", "totalCores": 2}]
-            asked.append(path)
-            return [{**ACTIVE, "status": "PENDING"}]
-
-    reader = PendingServer("http://127.0.0.1:4040", "")
+def test_a_stage_the_server_never_ends_is_asked_a_bounded_number_of_times(clock: _Clock) -> None:
+    reader, asked = fake_reader(clock, lambda _, __: [{**ACTIVE, "status": "PENDING"}])
     for _ in range(200):  # 50 s of polls, four a second
         reader.refresh([], [3])
         clock.now += 0.25
