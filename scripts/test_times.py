@@ -149,7 +149,8 @@ def main() -> None:
     parser.add_argument(
         "--durations",
         type=Path,
-        help="write each module's seconds in the main suite (pytest.xml) to this JSON file "
+        help="write each module's seconds in the main suite (make test's test-newest.xml, "
+        "or make pytest's pytest.xml) to this JSON file "
         "(tests/module_seconds.json: the order in which the suite hands modules out)",
     )
     args = parser.parse_args()
@@ -160,7 +161,12 @@ def main() -> None:
     if args.json:
         record(args.results, args.json)
     if args.durations:
-        modules = read_modules(args.results / "pytest.xml")
+        main_suite = next(
+            xml
+            for xml in (args.results / "test-newest.xml", args.results / "pytest.xml")
+            if xml.exists()
+        )
+        modules = read_modules(main_suite)
         seconds = {m: round(s, 1) for m, (_, s) in sorted(modules.items())}
         args.durations.write_text(json.dumps(seconds, indent=1) + "\n")
 
