@@ -40,7 +40,7 @@ that ran Python, with four threads, until the driver stops; ``jss.EndedSessionDa
 stops them within two of its 30 s looks).
 
 Run: ``python benchmarks/shared_driver_soak.py`` (``--minutes M --notebooks N``;
-``--quick``: 2 minutes, 4 notebooks, a chaos every 12 s, results to a temp file); writes
+``--quick``: 75 seconds, 4 notebooks, a chaos every 8 s, results to a temp file); writes
 benchmarks/results/shared_driver_soak.json. The soak tests of
 tests/test_shared_driver_kernel.py run the quick version in CI.
 """
@@ -91,8 +91,9 @@ GROUP_SLACK = 8
 #: Seconds for the daemons of ended sessions to go (two looks of jss.EndedSessionDaemons).
 DAEMONS_RELEASED_WITHIN = 90
 #: ``--quick``, and the soak tests of tests/test_shared_driver_kernel.py in CI: the chaos
-#: (at least four restarts or shutdowns) and the notebooks' mix, in 2 minutes.
-QUICK = {"minutes": 2.0, "notebooks": 4, "chaos_every": 12.0}
+#: (at least four restarts or shutdowns) and the notebooks' mix, in 75 seconds (the
+#: hour is the benchmark's; CI's two cores have the whole suite to run: issue 47).
+QUICK = {"minutes": 1.25, "notebooks": 4, "chaos_every": 8.0}
 #: Workers of Spark's pools with a maximum size, which shrink slowly or not at all when
 #: idle: the Spark UI's Jetty pool (the boards' reads of the REST API; Jetty ends one idle
 #: thread a minute), the block manager's pools (up to 100 each), anonymous executors.
@@ -521,7 +522,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=50)
     parser.add_argument("--pause", type=float, default=2.0, help="mean seconds between cells")
     parser.add_argument(
-        "--quick", action="store_true", help="2 minutes, 4 notebooks, a chaos every 12 s"
+        "--quick", action="store_true", help="75 seconds, 4 notebooks, a chaos every 8 s"
     )
     args = parser.parse_args()
     if args.quick:

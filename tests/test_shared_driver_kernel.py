@@ -9,7 +9,7 @@ server over (issue 50), while a server whose keeper and kernels are all gone end
 after a server's death (killed, or a UDF that exhausted its memory) each notebook's next
 cell says so in one line, and the notebooks reconnecting at the same moment start one new
 server; the Jupyter server's shutdown leaves no Java process. Then the soak (issue 50):
-four notebooks for 2 minutes, kernels restarted and shut down, and nothing left behind."""
+four notebooks for 75 seconds, kernels restarted and shut down, and nothing left behind."""
 
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ CONFIG = (
     "c.SparkSessionsConfig.shared_driver_idle_timeout = 120.0\n"
     "c.SparkSessionsConfig.shared_driver_restart_grace = 2.0\n"
     # A server no keeper looks after ends after 10 s here (60 by default).
-    "c.SparkSessionsConfig.shared_driver_conf = {'spark.jss.keeperGraceSeconds': '10'}\n"
+    # A heap of 512 MB (1 GB by default): the heap-eating cell's error comes sooner.
+    "c.SparkSessionsConfig.shared_driver_conf = {'spark.jss.keeperGraceSeconds': '10',"
+    " 'spark.driver.memory': '512m'}\n"
 )
 
 SESSION = "__import__('jupyter_spark_sessions').default_registry().session('{}')"
@@ -440,15 +442,15 @@ def test_a_killed_shared_driver_is_one_line_and_reconnect_brings_the_session_bac
     _reconnect_all_at_once(notebooks, record)
 
 
-#: Notebook four's cell that exhausts the shared server's heap (1 GiB, Spark's default):
-#: 1,024 strings of 4 MB from a Python UDF gathered into one row. A task's
+#: Notebook four's cell that exhausts the shared server's heap (512 MB: CONFIG): 256
+#: strings of 4 MB from a Python UDF gathered into one row. A task's
 #: OutOfMemoryError stops the server's SparkContext at once; its JVM exits (Spark's code
 #: 52) tens of seconds later.
 EAT_THE_HEAP = (
     "%%spark_session c4\n"
     "from pyspark.sql.functions import collect_list, size, udf\n"
     "big = udf(lambda x: 'x' * (4 << 20), 'string')\n"
-    "spark.range(0, 1024, 1, 64).select(big('id').alias('v')).agg(size(collect_list('v')))"
+    "spark.range(0, 256, 1, 16).select(big('id').alias('v')).agg(size(collect_list('v')))"
     ".collect()"
 )
 
@@ -512,12 +514,10 @@ def test_the_jupyter_servers_shutdown_leaves_no_java_process(notebooks: Notebook
 
 
 # -- the soak, CI's size (issue 50, point 1) ---------------------------------------------
-# benchmarks/shared_driver_soak.py for 2 minutes with four notebooks of a Jupyter server
+# benchmarks/shared_driver_soak.py for 75 seconds with four notebooks of a Jupyter server
 # of its own, two sessions each (two running a streaming query), a mix of DataFrame, SQL,
-# file-reading and cancelled cells, kernels restarted and shut down every 12 s; then one
+# file-reading and cancelled cells, kernels restarted and shut down every 8 s; then one
 # test per verdict. The hour with ten notebooks is the benchmark's (docs/benchmarks.md).
-# Here, not in a module of its own: xdist hands out the modules with most tests first,
-# and this one's 5 minutes must not start last.
 
 
 @pytest.fixture(scope="module")
@@ -531,7 +531,7 @@ def soaked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return result
 
 
-@pytest.mark.timeout(900)  # the soak runs in this first test's set-up: 2 minutes and more
+@pytest.mark.timeout(900)  # the soak runs in this first test's set-up: 75 seconds and more
 def test_every_cell_was_right_and_read_its_own_notebooks_file(soaked: dict[str, Any]) -> None:
     assert soaked["failures"] == [], soaked["failures"]
     assert set(soaked["cells"]) >= {"dataframe", "sql", "file", "cancel", "streaming"}
