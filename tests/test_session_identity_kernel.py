@@ -463,6 +463,7 @@ def a_tasks(now: dict[str, dict[str, Any]]) -> tuple[int, int]:
     return sum(t["active"] for t in mine), sum(t["completed"] for t in mine)
 
 
+@driver_side  # the pools are the driver's scheduler: where the executors run changes nothing
 def test_a_small_job_of_b_is_not_kept_waiting_by_as_big_job(kernel: Kernel) -> None:
     """Each session runs its jobs in its own scheduler pool, FAIR between pools (on the
     contexts and the local Connect server this project starts): while a's job of many
