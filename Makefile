@@ -101,8 +101,8 @@ JUNIT = --junitxml=$(RESULTS)/$@.xml
 # in one of them (its fixtures shared as written); the longest start first, as timed in
 # tests/module_seconds.json (conftest), rather than those with most tests. Four on two
 # cores: a module often waits (on a job of sleeping tasks, an idle timeout, the soak's
-# settling), and with three the cores were idle 16% of the time (a fresh-clone make test
-# here: 15:28 with three, 14:38 with four, 9% idle, most of it in the set-up's first 30 s).
+# settling) while the others keep the cores busy. Fresh-clone make test runs of one
+# commit here: 15:28 with three, 14:38 with four (the cores 4% idle after the set-up).
 PYTEST_WORKERS ?= 4
 PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 PARALLEL_LOWEST = -n 2 --dist loadfile --no-loadscope-reorder
