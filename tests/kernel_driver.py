@@ -100,6 +100,7 @@ class Kernel:
         #: Every IOPub message seen so far (comm traffic from background threads too).
         self.iopub_log: list[dict[str, Any]] = []
         self.shutdown_seconds = 0.0
+        self.exit_code: int | None = None
 
     @classmethod
     def attach(cls, connection_file: str) -> Kernel:
@@ -124,6 +125,7 @@ class Kernel:
                 time.sleep(0.5)
         kernel.iopub_log = []
         kernel.shutdown_seconds = 0.0
+        kernel.exit_code = None
         return kernel
 
     def close(self) -> None:
@@ -244,9 +246,13 @@ class Kernel:
         # a loaded CI machine can stretch past that. Tests judge what shutdown did;
         # how fast it is belongs to benchmarks.
         self.manager.shutdown_wait_time = 60
+        process = getattr(self.manager.provisioner, "process", None)
         started = time.monotonic()
         self.manager.shutdown_kernel(now=False)
         self.shutdown_seconds = time.monotonic() - started
+        # 0 when it exited by itself, negative when the kernel manager had to signal it
+        # (SIGTERM at half its wait, then SIGKILL).
+        self.exit_code = process.returncode if process is not None else None
 
 
 def start_with_profile(

@@ -328,6 +328,9 @@ def test_stop_releases_the_session_on_the_server_and_spares_the_others(kernel: K
     )
     assert reattach.status == "error"
     assert "SESSION_CLOSED" in reattach.error_value + "".join(reattach.traceback)
+    # A client of this test's own, stopped: at exit PySpark's client says goodbye to its
+    # server, and retries for minutes once a later test killed that server.
+    kernel.ok("_again.stop()")
     assert in_session(kernel, "c1", "spark.range(5).count()") == 5
 
 
@@ -398,6 +401,7 @@ def test_adopted_connect_session_is_listed_and_never_released(kernel: Kernel) ->
     assert kernel.value("_jss_adopted") == 3
     kernel.ok("%spark_session stop yours")
     assert kernel.value("mine.range(2).count()") == 2  # only unregistered, still usable
+    kernel.ok("mine.stop()")  # the user's to stop (see _again above)
 
 
 def test_bad_remotes_are_one_line_errors_within_a_bound(kernel: Kernel) -> None:

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from jupyter_spark_sessions.magics import spark_ui
@@ -69,6 +70,27 @@ def test_shutdown_releases_created_sessions_and_stops_its_own_context(tmp_path: 
     # ipykernel re-signals its children for ~30 s until none is left; the killed JVM
     # must be reaped, not linger as a zombie it keeps waiting for.
     assert kernel.shutdown_seconds < 15, f"shutdown took {kernel.shutdown_seconds:.0f} s"
+
+
+def test_a_users_own_connect_client_on_the_local_server_lets_the_kernel_exit(
+    tmp_path: Path,
+) -> None:
+    """A Spark Connect client the user made on the local server (not the project's) says
+    goodbye to it at exit, in PySpark's own exit hook, which retries for minutes against a
+    server already gone: the server stops after it, so the kernel exits by itself (it
+    was signalled after 30 s), and no server is left."""
+    kernel = start_kernel(tmp_path, tmp_path / "report.json")
+    server = f"{REGISTRY}.connect_endpoints.local_server"
+    kernel.ok("%spark_session create c --remote local")
+    kernel.ok(
+        "from pyspark.sql.connect.session import SparkSession as _ConnectSession\n"
+        f"mine = _ConnectSession.builder.remote({server}.endpoint.url).create()\n"
+        "assert mine.range(2).count() == 2"
+    )
+    server_pid = kernel.value(f"{server}.pid")
+    kernel.shutdown()
+    assert kernel.exit_code == 0, f"ended by a signal after {kernel.shutdown_seconds:.0f} s"
+    assert not psutil.pid_exists(server_pid), "the local Connect server outlived the kernel"
 
 
 def test_adopted_session_and_user_context_survive_every_stop_and_shutdown(

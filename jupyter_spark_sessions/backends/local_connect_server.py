@@ -1,10 +1,11 @@
 """The local Spark Connect server ``--remote local`` starts: a child process on
-localhost with a random token, started on first use, again if it died, and stopped at
-kernel shutdown.
+localhost with a random token, started on first use, again if it died, and stopped when
+the kernel's process exits (after the Connect clients on it said goodbye).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import secrets
@@ -393,6 +394,11 @@ class ConnectEndpoints:
                 self.config.connect_start_timeout,
             )
             endpoint = server.start()
+            # Stopped when the process exits, after the Connect clients made on it (atexit
+            # runs the last registered first): at exit PySpark's client says goodbye to its
+            # server and retries for minutes when it is gone, which held the kernel's
+            # shutdown until the kernel manager killed it.
+            atexit.register(server.stop, 1.0)
             self._local = server
             return endpoint
 
@@ -443,10 +449,14 @@ class ConnectEndpoints:
         return self._local
 
     def stop_local_server(self, timeout: float) -> None:
-        """Kernel shutdown: stop the local server, if one was started, and leave the
-        shared one (this kernel's sessions there were released already)."""
+        """Stop the local server now, if one was started."""
         server, self._local = self._local, None
         if server is not None:
             server.stop(timeout=timeout)
+
+    def at_shutdown(self) -> None:
+        """Kernel shutdown: leave the shared server (this kernel's sessions there were
+        released already). The local server stops at the process's exit (``resolve``),
+        once every client on it has said goodbye."""
         if self.shared is not None:
             self.shared.leave()

@@ -598,7 +598,7 @@ class SessionRegistry:
         for directory in [m.directory for m in sessions] + unreleased:
             _remove_directory(directory)
         self.context.stop_if_owned()
-        self.connect_endpoints.stop_local_server(timeout=1.0)
+        self.connect_endpoints.at_shutdown()
         self.config.remove_session_roots()
 
 
