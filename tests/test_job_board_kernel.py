@@ -158,7 +158,9 @@ def test_a_cancel_between_two_jobs_of_a_running_cell_cancels_its_next_job(
     assert reply["status"] == "ok" and reply["cancelling"] == [group["id"]], reply
     started = time.monotonic()
     result = kernel.collect(busy, timeout=60)
-    assert_cancelled_in_one_line(result, group["id"])
+    # The line may not name the job (seen on PySpark 4.1: cancelled as it started, it
+    # ended before the board heard of it); the group below has it.
+    assert_cancelled_in_one_line(result, group["id"], jobs_may_be_unnamed=True)
     assert time.monotonic() - started < 20  # not the 120 s task
     ended = wait_for_group(kernel, lambda g: g["id"] == group["id"] and g["state"] == "cancelled")
     *before, cancelled = (j["status"] for j in ended["jobs"])
