@@ -102,7 +102,7 @@ JUNIT = --junitxml=$(RESULTS)/$@.xml
 # tests/module_seconds.json (conftest), rather than those with most tests. Three on two
 # cores: a module often waits (a job of sleeping tasks, an idle timeout, the soak's
 # settling). Four were faster (fresh-clone make test here: 14:04-14:38 against 15:28)
-# but two of three runs had a timing-bound browser test fail (a SQL cell's completion,
+# but two of four runs had a timing-bound browser test fail (a SQL cell's completion,
 # the sidebar's first look at a new kernel): harden those before trying four again.
 PYTEST_WORKERS ?= 3
 PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
