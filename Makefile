@@ -163,8 +163,9 @@ screenshots: setup browser
 # Every version the package accepts, proved (issue 18). The oldest supported Python with
 # the lowest versions of the direct dependencies it allows (ci/lowest-direct.txt) runs
 # the kernel-level suite; the newest supported Python, with the newest releases, every
-# test (make test's main suite). Each has its own venv, made from a pyenv interpreter (or one on PATH; set
-# PYTHON_OLDEST / PYTHON_NEWEST to choose); a missing interpreter fails, never skips.
+# test (make test's main suite). Each has its own venv, made from a pyenv interpreter
+# (or one on PATH; set PYTHON_OLDEST / PYTHON_NEWEST to choose); a missing interpreter
+# fails, never skips.
 PYENV_VERSIONS := $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions
 PYTHON_OLDEST ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.10.*/bin/python3.10) $(shell command -v python3.10))
 PYTHON_NEWEST ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.13.*/bin/python3.13) $(shell command -v python3.13))
@@ -229,7 +230,8 @@ test-lowest: require-python-oldest $(LOWEST_VENV)/.jvm-class-data
 
 # make test's main suite: every test, as make pytest runs them, on the newest Python with
 # the newest releases. (It was a smoke subset run beside make pytest on Python 3.11; one
-# suite on 3.13 tests more and leaves the two cores a fifth less to do: issue 47.)
+# suite on 3.13 tests more, and the two cores no longer run the subset's kernels and
+# JVMs nor make a class-data archive for the 3.11 venv: issue 47.)
 test-newest: require-python-newest $(NEWEST_VENV)/.jvm-class-data browser
 	$(NEWEST_VENV)/bin/python -m $(SHOW_VERSIONS)
 	$(NEWEST_VENV)/bin/python -m pytest -p no:cacheprovider $(PARALLEL) $(JUNIT)
